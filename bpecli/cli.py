@@ -1,0 +1,186 @@
+"""The bpecli command: parse arguments, call one library function, render the result."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from typer.core import TyperCommand
+
+from .errors import BpecliError
+
+
+class _Command(TyperCommand):
+    """Turns a BpecliError into one line on stderr and exit status 1, for every command."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BpecliError as e:
+            typer.echo(f"bpecli: error: {e}", err=True)
+            raise typer.Exit(1) from None
+        except BrokenPipeError:  # `bpecli encode ... | head`: the reader left, nothing is wrong
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(0) from None
+
+
+app = typer.Typer(
+    help="Train byte-level BPE tokenizers and turn corpora into token ids and shards.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+command = app.command(cls=_Command)
+
+
+class Errors(str, Enum):
+    strict = "strict"
+    replace = "replace"
+
+
+class Format(str, Enum):
+    ids = "ids"
+    tokens = "tokens"
+    json = "json"
+    count = "count"
+
+
+class Special(str, Enum):
+    all = "all"
+    none = "none"
+
+
+def _show_progress(quiet: bool) -> bool:
+    return not quiet and sys.stderr.isatty()
+
+
+TokenizerOption = Annotated[
+    Path, typer.Option("--tokenizer", "-t", help="A bpecli folder, vocab.json, tokenizer.json or .tiktoken file.")
+]
+PatternOption = Annotated[
+    Optional[str], typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex (for .tiktoken files).")
+]
+SpecialIdsOption = Annotated[
+    Optional[list[str]], typer.Option("--special-ids", help="TOKEN=ID, repeatable (for .tiktoken files).")
+]
+
+
+def _load_tokenizer(path: Path, pattern: str | None, special_ids: list[str] | None):
+    from .files import load
+
+    specials = None
+    if special_ids:
+        specials = {}
+        for item in special_ids:
+            token, _, number = item.rpartition("=")
+            if not token or not number.isdigit():
+                raise BpecliError(f"--special-ids {item!r}: expected TOKEN=ID, e.g. '<|endoftext|>=100257'")
+            specials[token] = int(number)
+    return load(path, pattern=pattern, special_tokens=specials)
+
+
+@command
+def train(
+    inputs: Annotated[list[str], typer.Argument(help="UTF-8 text files; - reads stdin.", metavar="INPUT...")],
+    vocab_size: Annotated[int, typer.Option(min=256, help="Bytes + merges + special tokens.")],
+    out: Annotated[Path, typer.Option(help="Folder to write the tokenizer files into.")],
+    special: Annotated[list[str], typer.Option(help="A special token, repeatable; it separates documents.")] = [],
+    pattern: Annotated[str, typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex.")] = "gpt2",
+    workers: Annotated[int, typer.Option(min=1, help="Processes that count pre-tokens.")] = os.cpu_count() or 1,
+    min_frequency: Annotated[int, typer.Option(min=0, help="Stop when the best pair is rarer than this.")] = 0,
+    errors: Annotated[Errors, typer.Option(help="Invalid UTF-8: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --out folder.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Train a byte-level BPE tokenizer and write vocab.json, merges.txt, tokenizer.json,
+    tokenizer.tiktoken and bpecli.json into --out."""
+    from .corpus import spool_stdin
+    from .trainer import train as train_tokenizer
+
+    if out.exists() and not force:
+        raise BpecliError(f"{out} exists already; use --force to replace it")
+    spooled = [spool_stdin() if name == "-" else None for name in inputs]
+    try:
+        paths = [s or name for s, name in zip(spooled, inputs)]
+        tokenizer = train_tokenizer(
+            paths,
+            vocab_size=vocab_size,
+            special_tokens=special,
+            pattern=pattern,
+            workers=workers,
+            min_frequency=min_frequency,
+            errors=errors.value,
+            progress=_show_progress(quiet),
+        )
+    finally:
+        for name in filter(None, spooled):
+            os.unlink(name)
+    tokenizer.save(out, force=force)
+    if not quiet:
+        typer.echo(f"trained {tokenizer.vocab_size} tokens ({len(tokenizer.merges)} merges) into {out}", err=True)
+
+
+@command
+def encode(
+    tokenizer: TokenizerOption,
+    inputs: Annotated[Optional[list[str]], typer.Argument(help="Text files; - or nothing reads stdin.", metavar="[INPUT...]")] = None,
+    format: Annotated[Format, typer.Option("--format", "-f", help="ids, tokens, json or count.")] = Format.ids,
+    lines: Annotated[bool, typer.Option("--lines", help="Encode each line on its own, one output line each.")] = False,
+    special: Annotated[Special, typer.Option(help="all: special tokens in the text become their ids; none: plain text.")] = Special.all,
+    pattern: PatternOption = None,
+    special_ids: SpecialIdsOption = None,
+) -> None:
+    """Encode text to token ids, printed on one line per input (or per line with --lines)."""
+    from .corpus import read_text
+
+    tok = _load_tokenizer(tokenizer, pattern, special_ids)
+    allow_special = special is Special.all
+    out = sys.stdout
+    for name in inputs or ["-"]:
+        text = read_text(name)
+        units = text.split("\n") if lines else [text]
+        if lines and text.endswith("\n"):
+            units.pop()
+        for number, unit in enumerate(units, 1):
+            ids = tok.encode(unit, special=allow_special)
+            out.write(_render_ids(tok, ids, format, name, number if lines else None) + "\n")
+    out.flush()
+
+
+def _render_ids(tok, ids: list[int], format: Format, name: str, line: int | None) -> str:
+    if format is Format.count:
+        return str(len(ids))
+    if format is Format.tokens:
+        from .files import token_to_str
+
+        return " ".join(token_to_str(tok.decoder[i]) if i not in tok.special_ids else tok.special_ids[i] for i in ids)
+    if format is Format.json:
+        where = {"input": name} if line is None else {"input": name, "line": line}
+        return json.dumps({**where, "ids": ids, "count": len(ids)})
+    return " ".join(map(str, ids))
+
+
+@command
+def decode(
+    tokenizer: TokenizerOption,
+    input: Annotated[str, typer.Argument(help="Whitespace-separated ids or a .npy shard; - reads stdin.")] = "-",
+    errors: Annotated[Errors, typer.Option(help="Ids that make invalid UTF-8: U+FFFD (replace) or an error (strict).")] = Errors.replace,
+    pattern: PatternOption = None,
+    special_ids: SpecialIdsOption = None,
+) -> None:
+    """Decode token ids back to text, written with nothing added."""
+    from .corpus import read_ids
+
+    tok = _load_tokenizer(tokenizer, pattern, special_ids)
+    text = tok.decode(read_ids(input), errors=errors.value)
+    sys.stdout.buffer.write(text.encode("utf-8", errors="surrogateescape"))
+    sys.stdout.buffer.flush()
+
+
+def main() -> None:
+    app()

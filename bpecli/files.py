@@ -1,0 +1,340 @@
+"""Read and write tokenizer files: vocab.json + merges.txt, tokenizer.json, .tiktoken, bpecli.json."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import shutil
+import tempfile
+from functools import cache
+from pathlib import Path
+
+from .errors import OutputError, TokenizerFileError
+from .pretokenize import PATTERNS, resolve_pattern
+from .tokenizer import Tokenizer
+
+FORMAT_VERSION = 1
+
+# The special tokens of tiktoken's encodings, known by the number of ordinary tokens they have.
+SPECIAL_PRESETS = {
+    50256: {"<|endoftext|>": 50256},
+    100256: {
+        "<|endoftext|>": 100257,
+        "<|fim_prefix|>": 100258,
+        "<|fim_middle|>": 100259,
+        "<|fim_suffix|>": 100260,
+        "<|endofprompt|>": 100276,
+    },
+    199998: {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+}
+
+
+@cache
+def byte_to_char() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable character alphabet (space is "Ġ", newline "Ċ").
+
+    Bytes that print as themselves keep their code point; the others take 256, 257, ... in order.
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    table = {b: chr(b) for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in table:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+@cache
+def char_to_byte() -> dict[str, int]:
+    return {char: b for b, char in byte_to_char().items()}
+
+
+def token_to_str(token: bytes) -> str:
+    """Example: b" hello" -> "Ġhello" """
+    table = byte_to_char()
+    return "".join(table[b] for b in token)
+
+
+def str_to_token(text: str) -> bytes | None:
+    """The inverse of token_to_str; None if text has a character outside the alphabet."""
+    table = char_to_byte()
+    try:
+        return bytes(table[char] for char in text)
+    except KeyError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def save(tokenizer: Tokenizer, out_dir: str | Path, *, force: bool = False) -> Path:
+    """Write every format into out_dir: built in a temporary folder beside it, renamed into place."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not force:
+        raise OutputError(f"{out_dir} exists already; use --force to replace it")
+    parent = out_dir.resolve().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=parent))
+    except OSError as e:
+        raise OutputError(f"cannot write into {parent}: {e.strerror or e}") from None
+    try:
+        write_vocab_and_merges(tokenizer, building)
+        write_tokenizer_json(tokenizer, building / "tokenizer.json")
+        write_tiktoken(tokenizer, building / "tokenizer.tiktoken")
+        write_bpecli_json(tokenizer, building / "bpecli.json")
+        replace_dir(building, out_dir)
+    except OSError as e:
+        raise OutputError(f"cannot write {out_dir}: {e.strerror or e}") from None
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return out_dir
+
+
+def replace_dir(new: Path, target: Path) -> None:
+    """Put the finished folder new at target; an old target is moved aside first, then removed."""
+    if target.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.resolve().parent))
+        os.replace(target, old / "previous")
+        os.replace(new, target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(new, target)
+
+
+def _ordered(tokenizer: Tokenizer) -> list[tuple[int, str]]:
+    """(id, token string in the byte alphabet) for every token, specials as themselves."""
+    entries = [(rank, token_to_str(token)) for token, rank in tokenizer.ranks.items()]
+    entries += [(rank, token) for token, rank in tokenizer.special_tokens.items()]
+    return sorted(entries)
+
+
+def write_vocab_and_merges(tokenizer: Tokenizer, folder: Path) -> None:
+    """GPT-2 / Hugging Face byte-level vocab.json and merges.txt."""
+    vocab = {token: rank for rank, token in _ordered(tokenizer)}
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    lines = [f"{token_to_str(a)} {token_to_str(b)}\n" for a, b in tokenizer.merges]
+    (folder / "merges.txt").write_text("#version: 0.2\n" + "".join(lines), encoding="utf-8")
+
+
+def write_tokenizer_json(tokenizer: Tokenizer, path: Path) -> None:
+    """A Hugging Face tokenizer.json: Split on the pattern, ByteLevel bytes, BPE, ByteLevel decoder.
+
+    ignore_merges makes a pre-token that is itself in the vocabulary one token, as tiktoken does.
+    """
+    document = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {"id": rank, "content": token, "single_word": False, "lstrip": False, "rstrip": False,
+             "normalized": False, "special": True}
+            for token, rank in sorted(tokenizer.special_tokens.items(), key=lambda item: item[1])
+        ],
+        "normalizer": None,
+        "pre_tokenizer": {
+            "type": "Sequence",
+            "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": tokenizer.pattern}, "behavior": "Isolated", "invert": False},
+                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+            ],
+        },
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": True,
+            "vocab": {token: rank for rank, token in _ordered(tokenizer) if token not in tokenizer.special_tokens},
+            "merges": [f"{token_to_str(a)} {token_to_str(b)}" for a, b in tokenizer.merges],
+        },
+    }
+    path.write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+
+def write_tiktoken(tokenizer: Tokenizer, path: Path) -> None:
+    """tiktoken's ranks file: base64 of the token's bytes, a space, its rank; one per line."""
+    lines = [
+        f"{base64.b64encode(token).decode('ascii')} {rank}\n"
+        for token, rank in sorted(tokenizer.ranks.items(), key=lambda item: item[1])
+    ]
+    path.write_text("".join(lines), encoding="ascii")
+
+
+def write_bpecli_json(tokenizer: Tokenizer, path: Path) -> None:
+    document = {
+        "format_version": FORMAT_VERSION,
+        "pattern": tokenizer.pattern,
+        "special_tokens": tokenizer.special_tokens,
+        "vocab_size": tokenizer.vocab_size,
+        "ranks_file": "tokenizer.tiktoken",
+    }
+    path.write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[str, int] | None = None) -> Tokenizer:
+    """Read a tokenizer in any known format.
+
+    path may be a folder written by `bpecli train`, a vocab.json with merges.txt beside it, a
+    Hugging Face tokenizer.json, or a .tiktoken ranks file (pattern defaults to cl100k there).
+    pattern and special_tokens, when given, replace what the files say.
+    """
+    path = Path(path)
+    if path.is_dir():
+        for name in ("bpecli.json", "tokenizer.json", "vocab.json", "tokenizer.tiktoken"):
+            if (path / name).is_file():
+                return load(path / name, pattern=pattern, special_tokens=special_tokens)
+        raise TokenizerFileError(
+            f"{path}: no tokenizer here (expected bpecli.json, tokenizer.json, vocab.json or a .tiktoken file)"
+        )
+    if not path.is_file():
+        raise TokenizerFileError(f"{path}: no such tokenizer file or folder")
+    try:
+        return _load_file(path, pattern, special_tokens)
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        raise TokenizerFileError(f"{path}: corrupt or of no known tokenizer format ({type(e).__name__}: {e})") from None
+
+
+def _load_file(path: Path, pattern: str | None, special_tokens: dict[str, int] | None) -> Tokenizer:
+    if path.suffix == ".tiktoken":
+        ranks = read_tiktoken(path)
+        specials = special_tokens if special_tokens is not None else SPECIAL_PRESETS.get(len(ranks), {})
+        return _checked(path, ranks, specials, resolve_pattern(pattern or "cl100k"))
+    document = _read_json(path)
+    if path.name == "bpecli.json" or isinstance(document.get("format_version"), int) and "ranks_file" in document:
+        return _load_bpecli(path, document, pattern, special_tokens)
+    if isinstance(document.get("model"), dict):
+        return _load_hugging_face(path, document, pattern, special_tokens)
+    return _load_gpt2(path, document, pattern, special_tokens)
+
+
+def read_tiktoken(path: Path) -> dict[bytes, int]:
+    ranks = {}
+    try:
+        lines = path.read_text(encoding="ascii").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise TokenizerFileError(f"{path}: not a readable .tiktoken file ({e})") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            token, rank = line.split()
+            ranks[base64.b64decode(token, validate=True)] = int(rank)
+        except (ValueError, binascii.Error):
+            raise TokenizerFileError(f"{path}:{number}: error parsing line {line[:60]!r} (expected 'base64 rank')") from None
+    return ranks
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise TokenizerFileError(f"{path}: cannot read ({e})") from None
+    except json.JSONDecodeError as e:
+        raise TokenizerFileError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    if not isinstance(document, dict):
+        raise TokenizerFileError(f"{path}: not a tokenizer file (expected a JSON object)")
+    return document
+
+
+def _load_bpecli(path: Path, document: dict, pattern: str | None, specials: dict | None) -> Tokenizer:
+    version = document.get("format_version")
+    if version != FORMAT_VERSION:
+        raise TokenizerFileError(
+            f"{path}: format_version {version} is not {FORMAT_VERSION}, the one this bpecli reads; "
+            "retrain it, or use a bpecli of that version"
+        )
+    ranks = read_tiktoken(path.parent / document.get("ranks_file", "tokenizer.tiktoken"))
+    return _checked(
+        path,
+        ranks,
+        specials if specials is not None else document.get("special_tokens", {}),
+        resolve_pattern(pattern or document.get("pattern") or "gpt2"),
+    )
+
+
+def _load_gpt2(path: Path, vocab: dict, pattern: str | None, specials: dict | None) -> Tokenizer:
+    """vocab.json + merges.txt: a multi-byte entry that no merge makes is a special token."""
+    # merges.txt beside it, or gpt2_merges.txt beside gpt2_vocab.json
+    candidates = [path.with_name(path.name.replace("vocab.json", "merges.txt")), path.with_name("merges.txt")]
+    merges_path = next((c for c in candidates if c.is_file() and c != path), None)
+    if merges_path is None:
+        raise TokenizerFileError(f"{path}: expected merges.txt beside this vocab.json")
+    made = set()
+    for number, line in enumerate(merges_path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line or line.startswith("#version"):
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2:
+            raise TokenizerFileError(f"{merges_path}:{number}: error parsing line {line[:60]!r} (expected 'left right')")
+        made.add(parts[0] + parts[1])
+    ranks, found_specials = _split_vocab(path, vocab, made)
+    return _checked(path, ranks, specials if specials is not None else found_specials, resolve_pattern(pattern or "gpt2"))
+
+
+def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials: dict | None) -> Tokenizer:
+    model = document.get("model") or {}
+    if model.get("type", "BPE") != "BPE" or not isinstance(model.get("vocab"), dict):
+        raise TokenizerFileError(f"{path}: holds a {model.get('type')} model; bpecli reads byte-level BPE only")
+    added = {t["content"]: t["id"] for t in document.get("added_tokens") or []}
+    vocab = {token: rank for token, rank in model["vocab"].items() if token not in added}
+    merges = model.get("merges") or []
+    made = {m.replace(" ", "", 1) if isinstance(m, str) else "".join(m) for m in merges}
+    ranks, extra = _split_vocab(path, vocab, made)
+    if extra:
+        raise TokenizerFileError(f"{path}: {next(iter(extra))!r} is neither a byte-level token nor an added token")
+    found = _hugging_face_pattern(path, document.get("pre_tokenizer"))
+    return _checked(path, ranks, specials if specials is not None else added, resolve_pattern(pattern or found))
+
+
+def _hugging_face_pattern(path: Path, pre_tokenizer: dict | None) -> str:
+    """The regex of a Split pre-tokenizer, or GPT-2's for a ByteLevel one that splits itself."""
+    steps = [pre_tokenizer] if pre_tokenizer else []
+    if pre_tokenizer and pre_tokenizer.get("type") == "Sequence":
+        steps = pre_tokenizer.get("pretokenizers", [])
+    for step in steps:
+        if step.get("type") == "Split" and "Regex" in (step.get("pattern") or {}):
+            return step["pattern"]["Regex"]
+        if step.get("type") == "ByteLevel":
+            if step.get("add_prefix_space"):
+                raise TokenizerFileError(f"{path}: ByteLevel add_prefix_space=true is not supported")
+            if step.get("use_regex", True):
+                return PATTERNS["gpt2"]
+    raise TokenizerFileError(f"{path}: no byte-level pre-tokenizer found; name one with --pattern")
+
+
+def _split_vocab(path: Path, vocab: dict, made: set[str]) -> tuple[dict[bytes, int], dict[str, int]]:
+    """Ordinary tokens (single bytes and what merges make) as bytes, and the rest as specials."""
+    ranks: dict[bytes, int] = {}
+    specials: dict[str, int] = {}
+    for text, rank in vocab.items():
+        if not isinstance(rank, int):
+            raise TokenizerFileError(f"{path}: the id of {text!r} is not an integer")
+        token = str_to_token(text)
+        if token is not None and (len(token) == 1 or text in made):
+            ranks[token] = rank
+        else:
+            specials[text] = rank
+    return ranks, specials
+
+
+def _checked(path: Path, ranks: dict[bytes, int], specials: dict[str, int], pattern: str) -> Tokenizer:
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise TokenizerFileError(f"{path}: not a byte-level BPE: {len(missing)} of the 256 byte tokens are missing")
+    if len(set(ranks.values()) | set(specials.values())) != len(ranks) + len(specials):
+        raise TokenizerFileError(f"{path}: two tokens share one id")
+    return Tokenizer(ranks=ranks, special_tokens=dict(specials), pattern=pattern)

