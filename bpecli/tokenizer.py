@@ -84,7 +84,7 @@ class Tokenizer:
         return splitter.split if splitter else None
 
     @cached_property
-    def _cache(self) -> dict[str, list[int]]:
+    def _cache(self) -> dict[str, tuple[int, ...]]:
         return {}
 
     def encode_ordinary(self, text: str) -> list[int]:
@@ -94,11 +94,14 @@ class Tokenizer:
         """
         pieces = self._findall(text)
         cache = self._cache
-        if len(cache) > _CACHE_LIMIT:
-            cache.clear()
-        for piece in set(pieces).difference(cache):
-            cache[piece] = self._encode_piece(piece.encode("utf-8"))
-        return list(chain.from_iterable(map(cache.__getitem__, pieces)))
+        try:  # a warm cache knows every piece: no need to find the new ones first
+            return list(chain.from_iterable(map(cache.__getitem__, pieces)))
+        except KeyError:
+            if len(cache) > _CACHE_LIMIT:
+                cache.clear()
+            for piece in set(pieces).difference(cache):
+                cache[piece] = self._encode_piece(piece.encode("utf-8"))
+            return list(chain.from_iterable(map(cache.__getitem__, pieces)))
 
     def encode(self, text: str, *, special: bool = True) -> list[int]:
         """Ids of text; registered special tokens in it become their ids unless special=False.
@@ -138,12 +141,12 @@ class Tokenizer:
                 f"the ids decode to invalid UTF-8 at byte {e.start}; use --errors replace to see U+FFFD instead"
             ) from None
 
-    def _encode_piece(self, piece: bytes) -> list[int]:
+    def _encode_piece(self, piece: bytes) -> tuple[int, ...]:
         ranks = self.ranks
         rank = ranks.get(piece)
         if rank is not None:  # a piece that is itself a token is one token
-            return [rank]
-        return [ranks[part] for part in _merge_parts(piece, ranks)]
+            return (rank,)
+        return tuple(ranks[part] for part in _merge_parts(piece, ranks))
 
 
 def _merge_parts(piece: bytes, ranks: dict[bytes, int], max_rank: int | None = None) -> list[bytes]:
@@ -158,18 +161,27 @@ def _merge_parts(piece: bytes, ranks: dict[bytes, int], max_rank: int | None = N
 
 
 def _merge_parts_scan(piece: bytes, ranks: dict[bytes, int], max_rank: int | None = None) -> list[bytes]:
-    """_merge_parts for short pieces: rescan every pair each merge, cheapest when n is small."""
+    """_merge_parts for short pieces: the pair ranks in a list whose minimum min() finds in C;
+    after a merge only the two pairs beside it are looked up again."""
     limit = sys.maxsize if max_rank is None else max_rank
+    if max_rank is None:
+        rank_of = ranks.get
+    else:  # ranks at or above max_rank count as no rank at all
+        rank_of = lambda pair, default: min(ranks.get(pair, default), default)  # noqa: E731
+
     parts = [piece[i : i + 1] for i in range(len(piece))]
-    while len(parts) > 1:
-        best_rank, best_at = limit, -1
-        for i in range(len(parts) - 1):
-            rank = ranks.get(parts[i] + parts[i + 1], limit)
-            if rank < best_rank:
-                best_rank, best_at = rank, i
-        if best_at < 0:
+    pair_ranks = [rank_of(piece[i : i + 2], limit) for i in range(len(piece) - 1)]
+    while pair_ranks:
+        best = min(pair_ranks)
+        if best == limit:
             break
-        parts[best_at : best_at + 2] = [parts[best_at] + parts[best_at + 1]]
+        i = pair_ranks.index(best)  # the leftmost of equal ranks, as tiktoken does
+        parts[i : i + 2] = [parts[i] + parts[i + 1]]
+        del pair_ranks[i]
+        if i > 0:
+            pair_ranks[i - 1] = rank_of(parts[i - 1] + parts[i], limit)
+        if i < len(pair_ranks):
+            pair_ranks[i] = rank_of(parts[i] + parts[i + 1], limit)
     return parts
 
 

@@ -1,0 +1,129 @@
+"""Benchmarks next to a peer in the same run; not collected by pytest (run them by hand).
+
+    python tests/benchmarks.py train  [--repeat 3] [--corpus FILE]   # vs Hugging Face BpeTrainer
+    python tests/benchmarks.py encode [--repeat 3] [--corpus FILE]   # vs tiktoken, same GPT-2 ranks
+
+Each job runs in a fresh process (so peak memory is its own), several times; the median wall time
+and the ratio bpecli / peer are printed. The default corpus is ../shared/corpora/kernel-docs.txt.gz,
+unpacked once into the system's temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SHARED = HERE.parents[1] / "shared"
+SPECIAL = "<|endoftext|>"
+
+TRAIN_JOBS = {
+    "bpecli": """
+from bpecli import train
+train([CORPUS], vocab_size=10000, special_tokens=[SPECIAL], workers=2).save(OUT)
+""",
+    "hf-tokenizers": """
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+tok = Tokenizer(models.BPE())
+tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+tok.decoder = decoders.ByteLevel()
+trainer = trainers.BpeTrainer(vocab_size=10000, special_tokens=[SPECIAL], show_progress=False,
+                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+tok.train([CORPUS], trainer)
+tok.save(OUT + ".json")
+""",
+}
+
+ENCODE_JOBS = {
+    "bpecli": """
+from bpecli import Tokenizer
+tok = Tokenizer.load(GPT2_VOCAB)
+text = open(CORPUS, encoding="utf-8").read()
+t = time.perf_counter(); ids = tok.encode(text); took = time.perf_counter() - t
+""",
+    "tiktoken": """
+import tiktoken
+from bpecli.files import load
+ours = load(GPT2_VOCAB)
+enc = tiktoken.Encoding("gpt2", pat_str=ours.pattern, mergeable_ranks=ours.ranks, special_tokens=ours.special_tokens)
+text = open(CORPUS, encoding="utf-8").read()
+t = time.perf_counter(); ids = enc.encode(text, allowed_special="all"); took = time.perf_counter() - t
+""",
+}
+
+
+def corpus_path(given: str | None) -> str:
+    if given:
+        return given
+    target = Path(tempfile.gettempdir()) / "bpecli-bench" / "kernel-docs.txt"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with gzip.open(SHARED / "corpora" / "kernel-docs.txt.gz", "rb") as src, open(target, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    return str(target)
+
+
+def run_job(code: str, values: dict) -> dict:
+    """Run code in a new Python; wall time (or the job's own `took`), peak RSS in MiB, and its result."""
+    prelude = "import time, json, hashlib\n" + "".join(f"{k} = {v!r}\n" for k, v in values.items())
+    epilogue = (
+        "\nif 'ids' in dir(): print(json.dumps({'took': took, 'n': len(ids), "
+        "'sha': hashlib.sha256(str(ids).encode()).hexdigest()}))\n"
+    )
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", prelude + code + epilogue], stdout=subprocess.PIPE, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"benchmark job failed with status {status}")
+    result = json.loads(out) if out.strip() else {}
+    return {"seconds": result.get("took", wall), "peak_mib": usage.ru_maxrss / 1024, **result}
+
+
+def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
+    runs: dict[str, list[dict]] = {name: [] for name in jobs}
+    for _ in range(repeat):  # interleaved, so that noise on the shared machine hits both alike
+        for name, code in jobs.items():
+            out = tempfile.mkdtemp(prefix="bpecli-bench-")
+            runs[name].append(run_job(code, {**values, "OUT": out + "/tok"}))
+            shutil.rmtree(out, ignore_errors=True)
+    medians = {name: statistics.median(r["seconds"] for r in rs) for name, rs in runs.items()}
+    for name, rs in runs.items():
+        times = ", ".join(f"{r['seconds']:.2f}" for r in rs)
+        peak = max(r["peak_mib"] for r in rs)
+        print(f"{name:>14}: median {medians[name]:6.2f} s  {size / medians[name] / 1e6:6.1f} MB/s  "
+              f"peak {peak:6.0f} MiB  runs [{times}]")
+    ours, peer = list(medians)
+    print(f"ratio {ours} / {peer} wall time: {medians[ours] / medians[peer]:.2f}x "
+          f"(throughput {medians[peer] / medians[ours]:.2f}x)")
+    shas = {name: {r.get("sha") for r in rs} for name, rs in runs.items()}
+    if all(None not in s for s in shas.values()):
+        print("ids identical:", len(set().union(*shas.values())) == 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=["train", "encode"])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--corpus")
+    args = parser.parse_args()
+    corpus = corpus_path(args.corpus)
+    values = {"CORPUS": corpus, "SPECIAL": SPECIAL,
+              "GPT2_VOCAB": str(SHARED / "fixtures" / "cs336" / "gpt2_vocab.json")}
+    print(f"corpus {corpus} ({os.path.getsize(corpus) / 1e6:.1f} MB), {args.repeat} runs each, {os.cpu_count()} cores")
+    jobs = TRAIN_JOBS if args.what == "train" else ENCODE_JOBS
+    compare(jobs, values, args.repeat, os.path.getsize(corpus))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""The commands as a user runs them: exit codes, stdout, one-line errors, nothing half-written."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from bpecli.cli import app
+
+runner = CliRunner()
+
+
+def run(*args, input=None):
+    return runner.invoke(app, [str(a) for a in args], input=input)
+
+
+@pytest.mark.parametrize("command", ["train", "encode", "decode"])
+def test_every_command_has_help(command):
+    result = run(command, "--help")
+    assert result.exit_code == 0
+    assert "Usage" in result.output
+
+
+def test_train_writes_every_file(fixtures, tmp_path):
+    out = tmp_path / "tok"
+    result = run("train", fixtures / "tinystories_sample.txt", "--vocab-size", 300, "--special", "<|endoftext|>",
+                 "--out", out, "--workers", 2, "--quiet")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == [
+        "bpecli.json", "merges.txt", "tokenizer.json", "tokenizer.tiktoken", "vocab.json"]
+    meta = json.loads((out / "bpecli.json").read_text())
+    assert meta["special_tokens"] == {"<|endoftext|>": 299} and meta["vocab_size"] == 300
+
+
+def test_train_reads_stdin(tmp_path):
+    result = run("train", "-", "--vocab-size", 260, "--out", tmp_path / "tok", "-q", input="low lower lowest " * 20)
+    assert result.exit_code == 0, result.output
+    # (o, w) and (l, o) tie; the greater pair of byte strings goes first.
+    merges = (tmp_path / "tok" / "merges.txt").read_text(encoding="utf-8").splitlines()
+    assert merges == ["#version: 0.2", "o w", "l ow", "Ġ low", "Ġlow e"]
+
+
+def one_line_error(result) -> str:
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "content, args, message",
+    [
+        (None, [], "no such file"),
+        (b"", [], "the corpus is empty"),
+        (b"<|endoftext|><|endoftext|>", ["--special", "<|endoftext|>"], "the corpus is empty"),
+        (b"good line\nbad \xff byte\n", [], "t.txt:2: invalid UTF-8 at byte 14"),
+        (b"text", ["--vocab-size", 256, "--special", "<|endoftext|>"], "too small"),
+        (b"text", ["--pattern", "(unclosed"], "invalid --pattern regex"),
+    ],
+)
+def test_train_bad_input_is_one_line_and_leaves_nothing(tmp_path, content, args, message):
+    corpus = tmp_path / "t.txt"
+    if content is not None:
+        corpus.write_bytes(content)
+    out = tmp_path / "out"
+    args = args if "--vocab-size" in args else ["--vocab-size", 300, *args]
+    result = run("train", corpus, "--out", out, "-q", *args)
+    assert message in one_line_error(result)
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["t.txt"] if content is not None else [])
+
+
+def test_train_errors_replace_carries_on(tmp_path):
+    corpus = tmp_path / "t.txt"
+    corpus.write_bytes(b"bad \xff byte " * 10)
+    result = run("train", corpus, "--vocab-size", 300, "--out", tmp_path / "out", "-q", "--errors", "replace")
+    assert result.exit_code == 0, result.output
+
+
+def test_train_refuses_an_existing_out_without_force(tmp_path):
+    corpus = tmp_path / "t.txt"
+    corpus.write_text("some text " * 10)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("mine")
+    assert "use --force" in one_line_error(run("train", corpus, "--vocab-size", 300, "--out", tmp_path / "out", "-q"))
+    assert (tmp_path / "out" / "keep.txt").read_text() == "mine"
+    assert run("train", corpus, "--vocab-size", 300, "--out", tmp_path / "out", "-q", "--force").exit_code == 0
+    assert (tmp_path / "out" / "bpecli.json").exists() and not (tmp_path / "out" / "keep.txt").exists()
+
+
+def test_encode_and_decode_one_liners(gpt2_vocab):
+    result = run("encode", "-t", gpt2_vocab, input="hello world")
+    assert result.exit_code == 0 and result.output == "31373 995\n"
+    result = run("decode", "-t", gpt2_vocab, input="31373 995\n")
+    assert result.exit_code == 0 and result.output == "hello world"
+
+
+def test_encode_formats_and_lines(gpt2_vocab, tmp_path):
+    text = tmp_path / "in.txt"
+    text.write_text("hello world\nhi<|endoftext|>\n", encoding="utf-8")
+    assert run("encode", "-t", gpt2_vocab, text).output == "31373 995 198 5303 50256 198\n"
+    assert run("encode", "-t", gpt2_vocab, text, "--lines").output == "31373 995\n5303 50256\n"
+    assert run("encode", "-t", gpt2_vocab, text, "--lines", "-f", "count").output == "2\n2\n"
+    assert run("encode", "-t", gpt2_vocab, text, "--lines", "-f", "tokens").output == "hello Ġworld\nhi <|endoftext|>\n"
+    plain = run("encode", "-t", gpt2_vocab, text, "--lines", "--special", "none").output.splitlines()[1]
+    assert "50256" not in plain.split()
+    record = json.loads(run("encode", "-t", gpt2_vocab, text, "-f", "json").output)
+    assert record == {"input": str(text), "ids": [31373, 995, 198, 5303, 50256, 198], "count": 6}
+
+
+def test_decode_a_npy_shard(gpt2_vocab, tmp_path):
+    import numpy as np
+
+    np.save(tmp_path / "s.npy", np.array([31373, 995], dtype=np.uint16))
+    assert run("decode", "-t", gpt2_vocab, tmp_path / "s.npy").output == "hello world"
+
+
+@pytest.mark.parametrize(
+    "args, input, message",
+    [
+        (["decode"], "1 2 x3", "<stdin>:1: 'x3' is not a token id"),
+        (["decode"], "31373 99999", "id 99999 is not in the vocabulary"),
+        (["decode", "--errors", "strict"], "8582", "invalid UTF-8"),
+        (["encode"], b"ok \xfe no", "<stdin>:1: invalid UTF-8 at byte 3"),
+        (["encode", "missing.txt"], "", "missing.txt: no such file"),
+    ],
+)
+def test_encode_decode_bad_input(gpt2_vocab, args, input, message):
+    result = run(*args, "-t", gpt2_vocab, input=input)
+    assert message in one_line_error(result)
+
+
+def test_unknown_tokenizer_path_is_a_clear_error(tmp_path):
+    assert "no such tokenizer" in one_line_error(run("encode", "-t", tmp_path / "nope", input="x"))
+    (tmp_path / "junk.json").write_text("[]")
+    assert "not a tokenizer file" in one_line_error(run("encode", "-t", tmp_path / "junk.json", input="x"))
