@@ -7,7 +7,8 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain
+from itertools import chain, islice, repeat
+from operator import add
 from pathlib import Path
 
 import regex
@@ -17,6 +18,7 @@ from .pretokenize import special_splitter
 
 # Pieces longer than this are merged with a heap over a linked list instead of rescans.
 _LONG_PIECE = 64
+_BYTE_TOKENS = [bytes([b]) for b in range(256)]
 # The piece -> ids cache is cleared when it grows past this many entries.
 _CACHE_LIMIT = 1 << 20
 
@@ -169,8 +171,8 @@ def _merge_parts_scan(piece: bytes, ranks: dict[bytes, int], max_rank: int | Non
     else:  # ranks at or above max_rank count as no rank at all
         rank_of = lambda pair, default: min(ranks.get(pair, default), default)  # noqa: E731
 
-    parts = [piece[i : i + 1] for i in range(len(piece))]
-    pair_ranks = [rank_of(piece[i : i + 2], limit) for i in range(len(piece) - 1)]
+    parts = list(map(_BYTE_TOKENS.__getitem__, piece))
+    pair_ranks = list(map(rank_of, map(add, parts, islice(parts, 1, None)), repeat(limit, len(piece) - 1)))
     while pair_ranks:
         best = min(pair_ranks)
         if best == limit:
