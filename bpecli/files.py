@@ -80,6 +80,9 @@ def save(tokenizer: Tokenizer, out_dir: str | Path, *, force: bool = False) -> P
     try:
         parent.mkdir(parents=True, exist_ok=True)
         building = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=parent))
+        umask = os.umask(0o22)
+        os.umask(umask)
+        building.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
     except OSError as e:
         raise OutputError(f"cannot write into {parent}: {e.strerror or e}") from None
     try:

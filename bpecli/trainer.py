@@ -32,6 +32,17 @@ def _descending(token: bytes) -> tuple[int, ...]:
     return (*(255 - x for x in token), 256)
 
 
+def merges_wanted(vocab_size: int, special_tokens: list[str]) -> int:
+    """How many merges a vocabulary of vocab_size leaves room for; an error if it is too small."""
+    n_merges = vocab_size - 256 - len(special_tokens)
+    if n_merges < 0:
+        raise BpecliError(
+            f"--vocab-size {vocab_size} is too small: it must hold the 256 byte tokens "
+            f"and {len(special_tokens)} special token(s), so at least {256 + len(special_tokens)}"
+        )
+    return n_merges
+
+
 def train_bpe(
     counts: Mapping[str, int] | Mapping[bytes, int],
     *,
@@ -46,12 +57,7 @@ def train_bpe(
     lexicographically greatest pair of byte strings.
     Example: {"aaabdaaabac": 1} with vocab_size 259 -> [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")]
     """
-    n_merges = vocab_size - 256 - len(special_tokens)
-    if n_merges < 0:
-        raise BpecliError(
-            f"--vocab-size {vocab_size} is too small: it must hold the 256 byte tokens "
-            f"and {len(special_tokens)} special token(s), so at least {256 + len(special_tokens)}"
-        )
+    n_merges = merges_wanted(vocab_size, special_tokens)
 
     # 1. The word table: each distinct pre-token once, with its count. A word is a str whose
     #    characters are token ids (chr(id)): str.replace then merges a pair, left to right and
@@ -201,8 +207,7 @@ def train(
     Example: train(["corpus.txt"], vocab_size=1000, special_tokens=["<|endoftext|>"]).save("tok")
     """
     special_tokens = list(dict.fromkeys(special_tokens))
-    if vocab_size < 256 + len(special_tokens):
-        train_bpe({}, vocab_size=vocab_size, special_tokens=special_tokens)  # raises the clear error
+    n_merges = merges_wanted(vocab_size, special_tokens)  # fail before the long count
     pattern = resolve_pattern(pattern)
     paths = [str(p) for p in inputs]
     # Several chunks a worker keep both busy when chunks differ in size; one when counting alone.
@@ -214,7 +219,6 @@ def train(
         )
     if not counts:
         raise InputError(f"{', '.join(paths)}: the corpus is empty (no text outside special tokens)")
-    n_merges = vocab_size - 256 - len(special_tokens)
     with tqdm(total=n_merges, unit="merge", desc="merging", disable=not progress) as bar:
         merges = train_bpe(
             counts, vocab_size=vocab_size, special_tokens=special_tokens, min_frequency=min_frequency, progress=bar
