@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from contextlib import contextmanager
 from multiprocessing import get_all_start_methods, get_context
 
 import regex
@@ -94,20 +95,22 @@ def count_pretokens(
     """
     init_args = (pattern, special_tokens, errors)
     total: Counter = Counter()
-    if workers <= 1 or len(chunks) <= 1:
-        _init_worker(*init_args)
-        results = map(_count_chunk, chunks)
-        for counts, n_bytes in results:
-            total.update(counts)
-            if progress is not None:
-                progress.update(n_bytes)
-        return total
-    # fork shares the parent's imported modules for free; spawn where there is no fork.
-    method = "fork" if "fork" in get_all_start_methods() else "spawn"
-    with get_context(method).Pool(workers, initializer=_init_worker, initargs=init_args) as pool:
-        for counts, n_bytes in pool.imap_unordered(_count_chunk, chunks):
+    with _chunk_counter(workers if len(chunks) > 1 else 1, init_args) as count_all:
+        for counts, n_bytes in count_all(chunks):
             total.update(counts)
             if progress is not None:
                 progress.update(n_bytes)
     return total
 
+
+@contextmanager
+def _chunk_counter(workers: int, init_args: tuple):
+    """A function mapping _count_chunk over chunks: in this process for one worker, else a pool."""
+    if workers <= 1:
+        _init_worker(*init_args)
+        yield lambda chunks: map(_count_chunk, chunks)
+        return
+    # fork shares the parent's imported modules for free; spawn where there is no fork.
+    method = "fork" if "fork" in get_all_start_methods() else "spawn"
+    with get_context(method).Pool(workers, initializer=_init_worker, initargs=init_args) as pool:
+        yield lambda chunks: pool.imap_unordered(_count_chunk, chunks)
