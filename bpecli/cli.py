@@ -24,6 +24,9 @@ class _Command(TyperCommand):
         except BpecliError as e:
             typer.echo(f"bpecli: error: {e}", err=True)
             raise typer.Exit(1) from None
+        except KeyboardInterrupt:  # Ctrl-C: no traceback; finished shards stay for a rerun to keep
+            typer.echo("bpecli: interrupted", err=True)
+            raise typer.Exit(130) from None
         except BrokenPipeError:  # `bpecli encode ... | head`: the reader left, nothing is wrong
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(0) from None
@@ -125,31 +128,82 @@ def train(
         typer.echo(f"trained {tokenizer.vocab_size} tokens ({len(tokenizer.merges)} merges) into {out}", err=True)
 
 
+class Dtype(str, Enum):
+    auto = "auto"
+    uint16 = "uint16"
+    uint32 = "uint32"
+
+
 @command
 def encode(
     tokenizer: TokenizerOption,
-    inputs: Annotated[Optional[list[str]], typer.Argument(help="Text files; - or nothing reads stdin.", metavar="[INPUT...]")] = None,
+    inputs: Annotated[Optional[list[str]], typer.Argument(help="Text files (.txt; with --out also .jsonl, .parquet, .gz/.zst/.bz2); - or nothing reads stdin.", metavar="[INPUT...]")] = None,
     format: Annotated[Format, typer.Option("--format", "-f", help="ids, tokens, json or count.")] = Format.ids,
     lines: Annotated[bool, typer.Option("--lines", help="Encode each line on its own, one output line each.")] = False,
     special: Annotated[Special, typer.Option(help="all: special tokens in the text become their ids; none: plain text.")] = Special.all,
+    out: Annotated[Optional[Path], typer.Option(help="Write .npy token shards and manifest.json into this folder.")] = None,
+    shard_tokens: Annotated[int, typer.Option(min=1, help="Tokens per shard (the last one holds the rest).")] = 100_000_000,
+    workers: Annotated[int, typer.Option(min=1, help="Processes that encode (with --out).")] = os.cpu_count() or 1,
+    eot: Annotated[Optional[str], typer.Option(help="Token written after every document: a special token, an id, or none. [default: <|endoftext|> if the tokenizer has it]")] = None,
+    text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
+    dtype: Annotated[Dtype, typer.Option(help="Shard dtype: auto is uint16 when every id fits, else uint32.")] = Dtype.auto,
+    errors: Annotated[Errors, typer.Option(help="Invalid UTF-8 input: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild --out even if it holds a finished or other run.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")] = False,
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,
 ) -> None:
-    """Encode text to token ids, printed on one line per input (or per line with --lines)."""
+    """Encode text to token ids, printed on one line per input (or per line with --lines);
+    with --out, encode a corpus into .npy shards (one document after another, each followed by --eot)."""
+    tok = _load_tokenizer(tokenizer, pattern, special_ids)
+    if out is not None:
+        return _encode_to_shards(tok, inputs or ["-"], out, shard_tokens, workers, eot, text_column, dtype, errors, force, quiet)
     from .corpus import read_text
 
-    tok = _load_tokenizer(tokenizer, pattern, special_ids)
     allow_special = special is Special.all
-    out = sys.stdout
+    stdout = sys.stdout
     for name in inputs or ["-"]:
-        text = read_text(name)
+        text = read_text(name, errors=errors.value)
         units = text.split("\n") if lines else [text]
         if lines and text.endswith("\n"):
             units.pop()
         for number, unit in enumerate(units, 1):
             ids = tok.encode(unit, special=allow_special)
-            out.write(_render_ids(tok, ids, format, name, number if lines else None) + "\n")
-    out.flush()
+            stdout.write(_render_ids(tok, ids, format, name, number if lines else None) + "\n")
+    stdout.flush()
+
+
+def _encode_to_shards(tok, inputs, out, shard_tokens, workers, eot, text_column, dtype, errors, force, quiet) -> None:
+    from tqdm import tqdm
+
+    from .corpus import spool_stdin
+    from .shards import resolve_eot, write_shards
+
+    eot_id = resolve_eot(tok, eot)
+    spooled = {name: spool_stdin() for name in inputs if name == "-"}
+    try:
+        pairs = [(spooled.get(name, name), "<stdin>" if name == "-" else name) for name in inputs]
+        sizes = [os.path.getsize(p) for p, _ in pairs if os.path.isfile(p)]
+        with tqdm(total=sum(sizes), unit="B", unit_scale=True, desc="encoding", disable=not _show_progress(quiet)) as bar:
+            run = write_shards(
+                tok, pairs, out, shard_tokens=shard_tokens, workers=workers, eot=eot_id, text_column=text_column,
+                dtype=dtype.value, errors=errors.value, force=force, progress=bar,
+            )
+    finally:
+        for name in spooled.values():
+            os.unlink(name)
+    m = run.manifest
+    if quiet:
+        return
+    if run.status == "complete":
+        typer.echo(f"{out} is complete already ({m['total_tokens']:,} tokens in {len(m['shards'])} shards); --force rebuilds it", err=True)
+        return
+    resumed = f", {run.kept_shards} kept from an interrupted run" if run.kept_shards else ""
+    typer.echo(
+        f"wrote {m['total_tokens']:,} tokens ({m['total_documents']:,} documents, {m['dtype']}) in "
+        f"{len(m['shards'])} shards to {out}{resumed}; {run.n_bytes / 1e6 / max(run.seconds, 1e-9):.1f} MB/s",
+        err=True,
+    )
 
 
 def _render_ids(tok, ids: list[int], format: Format, name: str, line: int | None) -> str:

@@ -215,7 +215,7 @@ def _load_file(path: Path, pattern: str | None, special_tokens: dict[str, int] |
     if path.suffix == ".tiktoken":
         ranks = read_tiktoken(path)
         specials = special_tokens if special_tokens is not None else SPECIAL_PRESETS.get(len(ranks), {})
-        return _checked(path, ranks, specials, resolve_pattern(pattern or "cl100k"))
+        return _checked(path, ranks, specials, resolve_pattern(pattern or "cl100k"), [path])
     document = _read_json(path)
     if path.name == "bpecli.json" or isinstance(document.get("format_version"), int) and "ranks_file" in document:
         return _load_bpecli(path, document, pattern, special_tokens)
@@ -260,12 +260,13 @@ def _load_bpecli(path: Path, document: dict, pattern: str | None, specials: dict
             f"{path}: format_version {version} is not {FORMAT_VERSION}, the one this bpecli reads; "
             "retrain it, or use a bpecli of that version"
         )
-    ranks = read_tiktoken(path.parent / document.get("ranks_file", "tokenizer.tiktoken"))
+    ranks_path = path.parent / document.get("ranks_file", "tokenizer.tiktoken")
     return _checked(
         path,
-        ranks,
+        read_tiktoken(ranks_path),
         specials if specials is not None else document.get("special_tokens", {}),
         resolve_pattern(pattern or document.get("pattern") or "gpt2"),
+        [path, ranks_path],
     )
 
 
@@ -285,7 +286,8 @@ def _load_gpt2(path: Path, vocab: dict, pattern: str | None, specials: dict | No
             raise TokenizerFileError(f"{merges_path}:{number}: error parsing line {line[:60]!r} (expected 'left right')")
         made.add(parts[0] + parts[1])
     ranks, found_specials = _split_vocab(path, vocab, made)
-    return _checked(path, ranks, specials if specials is not None else found_specials, resolve_pattern(pattern or "gpt2"))
+    pattern = resolve_pattern(pattern or "gpt2")
+    return _checked(path, ranks, specials if specials is not None else found_specials, pattern, [path, merges_path])
 
 
 def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials: dict | None) -> Tokenizer:
@@ -300,7 +302,7 @@ def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials
     if extra:
         raise TokenizerFileError(f"{path}: {next(iter(extra))!r} is neither a byte-level token nor an added token")
     found = _hugging_face_pattern(path, document.get("pre_tokenizer"))
-    return _checked(path, ranks, specials if specials is not None else added, resolve_pattern(pattern or found))
+    return _checked(path, ranks, specials if specials is not None else added, resolve_pattern(pattern or found), [path])
 
 
 def _hugging_face_pattern(path: Path, pre_tokenizer: dict | None) -> str:
@@ -334,10 +336,10 @@ def _split_vocab(path: Path, vocab: dict, made: set[str]) -> tuple[dict[bytes, i
     return ranks, specials
 
 
-def _checked(path: Path, ranks: dict[bytes, int], specials: dict[str, int], pattern: str) -> Tokenizer:
+def _checked(path: Path, ranks: dict[bytes, int], specials: dict[str, int], pattern: str, files: list[Path]) -> Tokenizer:
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise TokenizerFileError(f"{path}: not a byte-level BPE: {len(missing)} of the 256 byte tokens are missing")
     if len(set(ranks.values()) | set(specials.values())) != len(ranks) + len(specials):
         raise TokenizerFileError(f"{path}: two tokens share one id")
-    return Tokenizer(ranks=ranks, special_tokens=dict(specials), pattern=pattern)
+    return Tokenizer(ranks=ranks, special_tokens=dict(specials), pattern=pattern, files=tuple(map(str, files)))

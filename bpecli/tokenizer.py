@@ -34,6 +34,8 @@ class Tokenizer:
     ranks: dict[bytes, int]
     special_tokens: dict[str, int] = field(default_factory=dict)
     pattern: str = ""
+    files: tuple[str, ...] = ()  # the files it was read from, if any
+
 
     @classmethod
     def load(cls, path: str | Path, **options) -> Tokenizer:
@@ -51,6 +53,22 @@ class Tokenizer:
     @property
     def vocab_size(self) -> int:
         return len(self.ranks) + len(self.special_tokens)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 over the files it was read from (or its ranks), its pattern and special tokens."""
+        import hashlib
+        import json
+
+        digest = hashlib.sha256()
+        if self.files:
+            for name in self.files:
+                digest.update(hashlib.sha256(Path(name).read_bytes()).digest())
+        else:
+            for token, rank in sorted(self.ranks.items(), key=lambda item: item[1]):
+                digest.update(b"%d %s\n" % (rank, token.hex().encode()))
+        digest.update(json.dumps([self.pattern, sorted(self.special_tokens.items())]).encode())
+        return digest.hexdigest()
 
     @cached_property
     def decoder(self) -> dict[int, bytes]:
@@ -122,6 +140,24 @@ class Tokenizer:
 
     def encode_batch(self, texts: Iterable[str], *, special: bool = True) -> list[list[int]]:
         return [self.encode(text, special=special) for text in texts]
+
+    def encode_documents(self, documents: Iterable[str], *, eot: int | None = None, dtype="uint32"):
+        """Ids of many documents as one numpy array, each followed by eot (if given), and the
+        position where each document's ids end.
+
+        Example (GPT-2): ["hi", "yo"], eot=50256 -> ([5303, 50256, 8226, 50256], [2, 4])
+        """
+        import numpy as np
+
+        ids: list[int] = []
+        ends: list[int] = []
+        encode = self.encode_ordinary
+        for document in documents:
+            ids += encode(document)
+            if eot is not None:
+                ids.append(eot)
+            ends.append(len(ids))
+        return np.array(ids, dtype=dtype), np.array(ends, dtype=np.int64)
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The bytes of ids; an id outside the vocabulary is an error naming it."""

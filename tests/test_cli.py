@@ -135,3 +135,70 @@ def test_unknown_tokenizer_path_is_a_clear_error(tmp_path):
     assert "no such tokenizer" in one_line_error(run("encode", "-t", tmp_path / "nope", input="x"))
     (tmp_path / "junk.json").write_text("[]")
     assert "not a tokenizer file" in one_line_error(run("encode", "-t", tmp_path / "junk.json", input="x"))
+
+
+def test_encode_out_writes_shards_and_reports_a_finished_folder(gpt2_vocab, tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world<|endoftext|>hello<|endoftext|>", encoding="utf-8")
+    out = tmp_path / "shards"
+    result = run("encode", "-t", gpt2_vocab, corpus, "--out", out, "--shard-tokens", 3)
+    assert result.exit_code == 0, result.output
+    assert "wrote 5 tokens (2 documents, uint16) in 2 shards" in result.output
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "shard_00000.npy", "shard_00001.npy"]
+    decoded = run("decode", "-t", gpt2_vocab, out / "shard_00000.npy")
+    assert decoded.stdout == "hello world<|endoftext|>"
+
+    again = run("encode", "-t", gpt2_vocab, corpus, "--out", out, "--shard-tokens", 3)
+    assert again.exit_code == 0 and "complete already" in again.output
+    other = run("encode", "-t", gpt2_vocab, corpus, "--out", out, "--shard-tokens", 4)
+    assert "another run" in one_line_error(other)
+
+
+@pytest.mark.parametrize(
+    "name, content, args, message",
+    [
+        ("a.jsonl", '{"text": 1}\n', [], "a.jsonl:1: no text in field 'text'"),
+        ("a.jsonl", '{"body": "x"}\n', ["--text-column", "body", "--eot", "<|nope|>"], "--eot '<|nope|>' is neither"),
+        ("a.txt", "x", ["--dtype", "uint16", "--special-ids", "<|endoftext|>=70000"], "uint16 cannot hold"),
+        ("a.txt", b"ok\n\xff", [], "a.txt:2: invalid UTF-8"),
+    ],
+)
+def test_encode_out_bad_input_is_one_line_and_leaves_no_shard(gpt2_vocab, tmp_path, name, content, args, message):
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    result = run("encode", "-t", gpt2_vocab, path, "--out", tmp_path / "out", *args)
+    assert message in one_line_error(result)
+    assert not list(tmp_path.glob("out/*shard*")) and not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_a_killed_encode_rerun_ends_byte_identical(gpt2_vocab, tmp_path):
+    """The real thing: SIGKILL mid-run (no clean-up code runs), then the same command again."""
+    import gzip
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import CORPUS
+
+    if not CORPUS.is_file():
+        pytest.skip("the benchmark corpus is absent")
+    corpus = tmp_path / "docs.txt"
+    with gzip.open(CORPUS, "rb") as f:
+        corpus.write_bytes(f.read(12_000_000))
+
+    def command(out):
+        return [sys.executable, "-m", "bpecli", "encode", "-t", str(gpt2_vocab), str(corpus), "--out", str(out),
+                "--shard-tokens", "200000", "--workers", "1", "-q"]
+
+    subprocess.run(command(tmp_path / "whole"), check=True)
+    victim = subprocess.Popen(command(tmp_path / "cut"))
+    journal = tmp_path / "cut" / ".bpecli-progress.json"
+    while not journal.exists() and victim.poll() is None:
+        time.sleep(0.01)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    assert not (tmp_path / "cut" / "manifest.json").exists(), "the run finished before it could be killed"
+    subprocess.run(command(tmp_path / "cut"), check=True)
+    whole = {p.name: p.read_bytes() for p in (tmp_path / "whole").iterdir()}
+    assert {p.name: p.read_bytes() for p in (tmp_path / "cut").iterdir()} == whole

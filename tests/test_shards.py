@@ -1,0 +1,207 @@
+"""Shards: ids equal tiktoken's per document, the same for every worker count and input format,
+atomic, resumable after an interruption, and verifiable."""
+
+import errno
+import gzip
+import json
+import os
+
+import numpy as np
+import pytest
+
+from bpecli import corpus, shards
+from bpecli.errors import BpecliError, InputError, OutputError
+from bpecli.shards import verify, write_shards
+
+EOT = 50256
+
+
+@pytest.fixture
+def small_parts(monkeypatch):
+    """Parts of 64 KB, so that a 2 MB sample is many parts (and resuming has parts to skip)."""
+    monkeypatch.setattr(corpus, "PART_BYTES", 1 << 16)
+
+
+@pytest.fixture(scope="module")
+def sample_file(tmp_path_factory, kernel_docs_sample):
+    path = tmp_path_factory.mktemp("corpus") / "sample.txt"
+    path.write_text(kernel_docs_sample, encoding="utf-8")
+    return path
+
+
+def documents(text: str) -> list[str]:
+    return [d for d in text.split("<|endoftext|>") if d]
+
+
+def shard_bytes(folder) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def flip_a_byte(path):
+    data = bytearray(path.read_bytes())
+    data[-5] ^= 1
+    path.write_bytes(bytes(data))
+
+
+def concatenated(folder) -> np.ndarray:
+    return np.concatenate([np.load(p, mmap_mode="r") for p in sorted(folder.glob("shard_*.npy"))])
+
+
+def test_shards_hold_tiktoken_ids_of_each_document_then_eot(gpt2, tiktoken_gpt2, sample_file, tmp_path, small_parts):
+    run = write_shards(gpt2, [str(sample_file)], tmp_path / "out", shard_tokens=100_000, workers=2, eot=EOT)
+    expected = []
+    for ids in tiktoken_gpt2.encode_ordinary_batch(documents(sample_file.read_text(encoding="utf-8"))):
+        expected += ids + [EOT]
+    assert concatenated(tmp_path / "out").tolist() == expected
+
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest == run.manifest
+    assert manifest["dtype"] == "uint16" and manifest["total_tokens"] == len(expected)
+    assert manifest["total_documents"] == expected.count(EOT) == sum(s["documents"] for s in manifest["shards"])
+    sizes = [s["tokens"] for s in manifest["shards"]]
+    assert all(n == 100_000 for n in sizes[:-1]) and 0 < sizes[-1] <= 100_000
+    first = np.load(tmp_path / "out" / "shard_00000.npy", mmap_mode="r")
+    assert first.dtype == np.uint16 and first.shape == (100_000,)
+    assert verify(tmp_path / "out") == []
+
+
+def test_any_worker_count_gives_identical_bytes(gpt2, sample_file, tmp_path, small_parts):
+    for workers in (1, 2):
+        write_shards(gpt2, [str(sample_file)], tmp_path / f"w{workers}", shard_tokens=77_777, workers=workers, eot=EOT)
+    assert shard_bytes(tmp_path / "w1") == shard_bytes(tmp_path / "w2")
+
+
+def test_txt_jsonl_gz_parquet_and_zst_give_identical_shards(gpt2, sample_file, tmp_path, small_parts):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    docs = documents(sample_file.read_text(encoding="utf-8"))
+    lines = "".join(json.dumps({"id": i, "text": d}) + "\n" for i, d in enumerate(docs))
+    with gzip.open(tmp_path / "docs.jsonl.gz", "wt", encoding="utf-8") as f:
+        f.write(lines)
+    pq.write_table(pa.table({"text": docs}), tmp_path / "docs.parquet", row_group_size=500)
+    with pa.output_stream(tmp_path / "docs.txt.zst", compression="zstd") as f:
+        f.write(sample_file.read_bytes())
+
+    def body(name):  # the shards and manifest less the inputs it names
+        out = tmp_path / f"out-{name}"
+        write_shards(gpt2, [str(tmp_path / name if name != "txt" else sample_file)], out, shard_tokens=50_000, workers=2, eot=EOT)
+        manifest = json.loads((out / "manifest.json").read_text())
+        del manifest["inputs"]
+        return {**shard_bytes(out), "manifest.json": manifest}
+
+    reference = body("txt")
+    assert len(reference) > 3
+    for name in ("docs.jsonl.gz", "docs.parquet", "docs.txt.zst"):
+        assert body(name) == reference, name
+
+
+class Interrupt:
+    """A progress bar that presses Ctrl-C after `after` updates."""
+
+    def __init__(self, after):
+        self.left = after
+
+    def update(self, n):
+        self.left -= 1
+        if self.left == 0:
+            raise KeyboardInterrupt
+
+    def set_postfix_str(self, *args, **kwargs):
+        pass
+
+
+def test_an_interrupted_run_resumes_to_the_same_bytes(gpt2, sample_file, tmp_path, small_parts):
+    options = dict(shard_tokens=40_000, workers=1, eot=EOT)
+    write_shards(gpt2, [str(sample_file)], tmp_path / "whole", **options)
+
+    with pytest.raises(KeyboardInterrupt):
+        write_shards(gpt2, [str(sample_file)], tmp_path / "cut", progress=Interrupt(after=12), **options)
+    left = sorted(p.name for p in (tmp_path / "cut").iterdir())
+    assert "manifest.json" not in left and not [n for n in left if n.endswith(".partial")]
+    assert 0 < len([n for n in left if n.startswith("shard_")]) < len(list((tmp_path / "whole").glob("shard_*")))
+
+    run = write_shards(gpt2, [str(sample_file)], tmp_path / "cut", **options)
+    assert run.status == "resumed" and run.kept_shards > 0
+    assert shard_bytes(tmp_path / "cut") == shard_bytes(tmp_path / "whole")
+
+
+def test_a_damaged_shard_of_an_interrupted_run_is_written_again(gpt2, sample_file, tmp_path, small_parts):
+    options = dict(shard_tokens=40_000, workers=2, eot=EOT)
+    write_shards(gpt2, [str(sample_file)], tmp_path / "whole", **options)
+    with pytest.raises(KeyboardInterrupt):
+        write_shards(gpt2, [str(sample_file)], tmp_path / "cut", progress=Interrupt(after=20), **options)
+    flip_a_byte(tmp_path / "cut" / "shard_00001.npy")
+    run = write_shards(gpt2, [str(sample_file)], tmp_path / "cut", **options)
+    assert run.kept_shards == 1
+    assert shard_bytes(tmp_path / "cut") == shard_bytes(tmp_path / "whole")
+
+
+def test_a_finished_folder_is_left_alone_and_force_rebuilds_it(gpt2, sample_file, tmp_path):
+    out = tmp_path / "out"
+    write_shards(gpt2, [str(sample_file)], out, shard_tokens=200_000, eot=EOT)
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    assert write_shards(gpt2, [str(sample_file)], out, shard_tokens=200_000, eot=EOT).status == "complete"
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
+
+    with pytest.raises(OutputError, match="another run"):
+        write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, eot=EOT)
+    run = write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, eot=EOT, force=True)
+    assert run.status == "written" and all(s["tokens"] <= 100_000 for s in run.manifest["shards"])
+    assert len(list(out.glob("shard_*.npy"))) == len(run.manifest["shards"])
+
+
+def test_eot_none_and_uint32(gpt2, tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text("hello world<|endoftext|>hello<|endoftext|>", encoding="utf-8")
+    write_shards(gpt2, [str(path)], tmp_path / "out", eot=None, dtype="uint32")
+    ids = np.load(tmp_path / "out" / "shard_00000.npy")
+    assert ids.dtype == np.uint32 and ids.tolist() == [31373, 995, 31373]
+
+
+def test_verify_names_the_changed_shard(gpt2, sample_file, tmp_path):
+    out = tmp_path / "out"
+    write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, eot=EOT)
+    flip_a_byte(out / "shard_00002.npy")
+    assert verify(out) == ["shard_00002.npy: sha256 does not match the manifest"]
+
+
+def test_bad_inputs_are_clear_errors_and_leave_no_shard(gpt2, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n\n{"text": oops}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad.jsonl:3: not valid JSON"):
+        write_shards(gpt2, [str(bad)], tmp_path / "o1")
+    bad.write_text('{"text": "fine"}\n{"body": "x"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad.jsonl:2: no text in field 'text'.*--text-column"):
+        write_shards(gpt2, [str(bad)], tmp_path / "o2")
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"body": ["x"]}), tmp_path / "t.parquet")
+    with pytest.raises(InputError, match=r"t.parquet: no column 'text' \(it has body\)"):
+        write_shards(gpt2, [str(tmp_path / "t.parquet")], tmp_path / "o3")
+
+    empty = tmp_path / "empty.txt"
+    empty.write_text("<|endoftext|>", encoding="utf-8")
+    with pytest.raises(InputError, match="no documents"):
+        write_shards(gpt2, [str(empty)], tmp_path / "o4")
+    for out in ("o1", "o2", "o3", "o4"):
+        assert not list((tmp_path / out).glob("*shard*")) and not (tmp_path / out / "manifest.json").exists()
+
+
+def test_ids_that_do_not_fit_the_dtype_are_an_error(cl100k_file):
+    from bpecli import Tokenizer
+
+    with pytest.raises(BpecliError, match="uint16 cannot hold"):
+        shards.resolve_dtype(Tokenizer.load(cl100k_file), "uint16")
+
+
+def test_a_full_disk_leaves_no_partial_shard(gpt2, sample_file, tmp_path, monkeypatch):
+    def no_space(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(shards.os, "fsync", no_space)
+    with pytest.raises(OutputError, match="No space left on device"):
+        write_shards(gpt2, [str(sample_file)], tmp_path / "out", shard_tokens=100_000, eot=EOT)
+    assert list((tmp_path / "out").iterdir()) == []
