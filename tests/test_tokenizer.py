@@ -48,8 +48,14 @@ def test_hello_world(gpt2):
     assert gpt2.decode([31373, 995]) == "hello world"
 
 
+# Code points that Python's Unicode (14.0 in 3.11) leaves unassigned are left out: the regex
+# module and tiktoken's Rust regex know newer, different Unicode versions, so they classify some
+# of those differently (U+3D000 is a letter to one and unassigned to the other).
+ASSIGNED_TEXT = st.text(st.characters(exclude_categories=("Cn", "Cs")))
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.text())
+@given(ASSIGNED_TEXT)
 def test_gpt2_property_any_unicode(gpt2, tiktoken_gpt2, text):
     ids = gpt2.encode(text)
     assert ids == tiktoken_gpt2.encode(text, allowed_special="all")
@@ -96,7 +102,7 @@ def test_cl100k_ids_equal_tiktoken_on_files(cl100k, fixtures, kernel_docs_sample
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text())
+@given(ASSIGNED_TEXT)
 def test_cl100k_property_any_unicode(cl100k, text):
     ours, theirs = cl100k
     ids = ours.encode(text)
@@ -121,3 +127,8 @@ def test_heap_merge_equals_scan_merge(gpt2):
     for piece in [b"a" * 200, b"ab" * 100, "é".encode() * 90, b" hello" * 30, bytes(range(256)), b"x", b""]:
         assert _merge_parts_heap(piece, gpt2.ranks) == _merge_parts_scan(piece, gpt2.ranks)
         assert _merge_parts_heap(piece, gpt2.ranks, 300) == _merge_parts_scan(piece, gpt2.ranks, 300)
+
+
+def test_surrogates_are_fixed_up_as_tiktoken_does(gpt2, tiktoken_gpt2):
+    for text in ["a\ud800b", "\ud83d\ude00 ok", "x" * 70_000 + "\udfff"]:
+        assert gpt2.encode(text) == tiktoken_gpt2.encode(text)

@@ -1,0 +1,60 @@
+"""The vectorised GPT-2 pre-tokenizer returns exactly the regex's pieces, and the bulk encoder
+built on it exactly tiktoken's ids."""
+
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpecli.pretokenize import PATTERNS, gpt2_piece_starts
+
+FINDALL = regex.compile(PATTERNS["gpt2"]).findall
+
+# Adversarial mixes: spaces of every kind, apostrophes and contraction letters, digits and other
+# numbers, combining marks, CJK, emoji, control characters, and anything else.
+TRICKY = st.sampled_from(
+    [" ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "\u2028", "'", "s", "ll", "ve", "re", "t", "d", "m", "L",
+     "5", "²", "½", "Ⅻ", "\u0301", "e\u0301", "字", "😀", "\x00", "\x1c", "\x85", ".", "-", "#", "é"]
+)
+MIXES = st.lists(st.one_of(TRICKY, st.text(max_size=3)), max_size=30).map("".join)
+
+
+def vectorised(documents: list[str]) -> list[str]:
+    data = [d.encode("utf-8") for d in documents]
+    joined = b"".join(data)
+    starts, offset = [], 0
+    for d in data:
+        starts.append(offset)
+        offset += len(d)
+    bounds = gpt2_piece_starts(joined, starts).tolist()
+    return [joined[a:b].decode("utf-8") for a, b in zip(bounds, bounds[1:])]
+
+
+def test_examples():
+    assert vectorised(["I'm  here"]) == ["I", "'m", " ", " here"]
+    assert vectorised(["don't\n\n\n'", "ll x'LL 'sa  "]) == ["don", "'t", "\n\n", "\n", "'", "ll", " x", "'", "LL", " '", "sa", "  "]
+    assert vectorised([""]) == [] and vectorised(["", "a", ""]) == ["a"]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(MIXES, min_size=1, max_size=4))
+def test_the_same_pieces_as_the_regex(documents):
+    """Documents are edges: each is split as if it were the whole text."""
+    assert vectorised(documents) == [piece for d in documents for piece in FINDALL(d)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(st.characters(exclude_categories=("Cn", "Cs"))) | MIXES, min_size=1, max_size=4))
+def test_bulk_encoding_equals_tiktoken(gpt2, tiktoken_gpt2, documents):
+    ids, ends = gpt2.encode_documents(documents, eot=50256)
+    expected = []
+    for ids_of_one in tiktoken_gpt2.encode_ordinary_batch(documents):
+        expected += ids_of_one + [50256]
+    assert ids.tolist() == expected
+    assert ends.tolist() == [i + 1 for i, token in enumerate(expected) if token == 50256]
+
+
+def test_long_texts_take_the_vectorised_path_and_agree(gpt2, tiktoken_gpt2, kernel_docs_sample):
+    text = kernel_docs_sample[:300_000] + "<|endoftext|>" + "x'll \u00a0 " * 10_000
+    assert gpt2._bulk_split is not None
+    assert gpt2.encode(text) == tiktoken_gpt2.encode(text, allowed_special="all")
+    assert gpt2.encode_ordinary(text) == tiktoken_gpt2.encode_ordinary(text)
