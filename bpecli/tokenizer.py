@@ -210,15 +210,9 @@ class Tokenizer:
         (arrays that fit the caches are several times faster than one huge batch)."""
         import numpy as np
 
-        batches, batch, size = [], [], 0
-        for document in documents:
-            batch.append(document)
-            size += len(document)
-            if size >= _BULK_BATCH:
-                batches.append(batch)
-                batch, size = [], 0
-        if batch or not batches:
-            batches.append(batch)
+        from .pretokenize import document_batches
+
+        batches = list(document_batches(documents, _BULK_BATCH)) or [[]]
         if len(batches) == 1:
             return self._encode_batch_bulk(batches[0], eot=eot, dtype=dtype)
         results = [self._encode_batch_bulk(b, eot=eot, dtype=dtype) for b in batches]
@@ -233,16 +227,15 @@ class Tokenizer:
         are keyed by an integer that packs their bytes and length; longer ones by their bytes."""
         import numpy as np
 
+        from .pretokenize import key_bytes, short_piece_keys
+
         data = b"".join(documents)
         lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
         doc_starts = np.cumsum(lengths) - lengths
         bounds = self._bulk_split(data, doc_starts)
-        starts, sizes = bounds[:-1], np.diff(bounds)
+        starts = bounds[:-1]
         # 1. a code for every piece: short pieces by their packed key, long ones by their bytes
-        words = np.ndarray((len(data) + 1,), dtype="<u8", buffer=data + bytes(8), strides=(1,))
-        short = sizes <= 7
-        short_sizes = sizes[short].astype(np.uint64)
-        keys = (words[starts[short]] & ((np.uint64(1) << (short_sizes << np.uint64(3))) - np.uint64(1))) | (short_sizes << np.uint64(56))
+        keys, short = short_piece_keys(data, bounds)
         distinct_keys, codes_short = np.unique(keys, return_inverse=True)
         long_index: dict[bytes, int] = {}
         long_at = np.flatnonzero(~short)
@@ -261,8 +254,7 @@ class Tokenizer:
         for key in distinct_keys.tolist():
             ids = cache.get(key)
             if ids is None:
-                size = key >> 56
-                ids = cache[key] = self._encode_piece(key.to_bytes(8, "little")[:size])
+                ids = cache[key] = self._encode_piece(key_bytes(key))
             table.append(ids)
         for piece in long_index:
             ids = cache.get(piece)
