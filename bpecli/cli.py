@@ -236,5 +236,175 @@ def decode(
     sys.stdout.buffer.flush()
 
 
+class Peer(str, Enum):
+    tiktoken = "tiktoken"
+    tokenizers = "tokenizers"
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="A machine-readable result on stdout.")]
+
+
+@command
+def inspect(
+    target: Annotated[Path, typer.Argument(help="A tokenizer (any format encode takes) or a shard folder.")],
+    text: Annotated[Optional[str], typer.Option(help="Show how this text splits; - reads stdin.")] = None,
+    verify: Annotated[bool, typer.Option("--verify", help="Shard folder: re-hash every shard against the manifest.")] = False,
+    compare: Annotated[Optional[Path], typer.Option(help="A second tokenizer to set beside this one on --corpus.")] = None,
+    corpus: Annotated[Optional[str], typer.Option(help="Text file for bytes per token (with --compare or alone).")] = None,
+    as_json: JsonOption = False,
+    pattern: PatternOption = None,
+    special_ids: SpecialIdsOption = None,
+) -> None:
+    """Show a tokenizer, how a text splits into tokens, or a shard folder."""
+    from .shards import JOURNAL, MANIFEST
+
+    if target.is_dir() and ((target / MANIFEST).exists() or (target / JOURNAL).exists()):
+        return _inspect_shards(target, verify, as_json)
+    tok = _load_tokenizer(target, pattern, special_ids)
+    if text is not None:
+        from .corpus import read_text
+
+        return _inspect_text(tok, read_text("-") if text == "-" else text, as_json)
+    from .tokenizer import describe
+
+    info = describe(tok)
+    if corpus:
+        from .corpus import read_text
+
+        sample = read_text(corpus)
+        sides = {str(target): tok}
+        if compare:
+            sides[str(compare)] = _load_tokenizer(compare, None, None)
+        n_bytes = len(sample.encode("utf-8"))
+        info["bytes_per_token"] = {name: n_bytes / max(1, len(t.encode(sample))) for name, t in sides.items()}
+    if as_json:
+        return _print_json(info)
+    _render_tokenizer(info)
+
+
+def _print_json(document) -> None:
+    sys.stdout.write(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(width=min(80, Console().width), highlight=False)
+
+
+def _render_tokenizer(info: dict) -> None:
+    from rich.table import Table
+
+    console = _console()
+    console.print(f"[bold]vocab size[/] {info['vocab_size']:,}  ({info['ordinary_tokens']:,} ordinary, "
+                  f"{info['merges']:,} merges, {len(info['special_tokens'])} special)")
+    pattern = info["pattern"]
+    console.print(f"[bold]pattern[/] {pattern if len(pattern) < 66 else pattern[:63] + '...'}", markup=True)
+    for token, rank in info["special_tokens"].items():
+        console.print(f"[bold]special[/] {token} = {rank}", markup=True)
+    table = Table(title="longest tokens", title_justify="left")
+    table.add_column("id", justify="right")
+    table.add_column("bytes", justify="right")
+    table.add_column("token", overflow="ellipsis", no_wrap=True, max_width=56)
+    for row in info["longest_tokens"]:
+        table.add_row(str(row["id"]), str(row["bytes"]), repr(row["token"]))
+    console.print(table)
+    most = max(info["byte_lengths"].values())
+    console.print("[bold]tokens by byte length[/]")
+    for length, count in info["byte_lengths"].items():
+        console.print(f"{length:>4} {count:>7,} " + "#" * max(1, round(50 * count / most)), markup=False)
+    for title in ("first_merges", "last_merges"):
+        merges = "  ".join(f"{a!r}+{b!r}" for a, b in info[title][:5])
+        console.print(f"[bold]{title.replace('_', ' ')}[/] {merges}", overflow="fold")
+    for name, value in info.get("bytes_per_token", {}).items():
+        console.print(f"[bold]bytes per token[/] {value:.3f}  {name}", overflow="fold")
+
+
+def _inspect_text(tok, text: str, as_json: bool) -> None:
+    from .tokenizer import render_token
+
+    ids = tok.encode(text)
+    tokens = [render_token(tok.decoder[i]) for i in ids]
+    if as_json:
+        return _print_json({"count": len(ids), "ids": ids, "tokens": tokens})
+    if not sys.stdout.isatty():
+        for i, token in zip(ids, tokens):
+            sys.stdout.write(f"{i}\t{token}\n")
+        sys.stdout.write(f"{len(ids)} tokens\n")
+        return
+    from rich.text import Text
+
+    colours = ["black on cyan", "black on yellow", "black on green", "black on magenta"]
+    console = _console()
+    console.print(Text.assemble(*((t, colours[n % 4]) for n, t in enumerate(tokens))))
+    console.print(Text.assemble(*((f"{i} ", colours[n % 4].split()[-1]) for n, i in enumerate(ids))))
+    console.print(f"{len(ids)} tokens")
+
+
+def _inspect_shards(folder: Path, verify: bool, as_json: bool) -> None:
+    from .shards import describe_shards, verify as verify_shards
+
+    info = describe_shards(folder)
+    if verify:
+        problems = verify_shards(folder)
+        info["verified"] = not problems
+        if problems:
+            raise BpecliError(f"{folder}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    if as_json:
+        return _print_json(info)
+    from rich.table import Table
+
+    console = _console()
+    console.print(f"[bold]{info['total_tokens']:,}[/] tokens, [bold]{info['total_documents']:,}[/] documents, "
+                  f"{info['dtype']}, {len(info['shards'])} shards of up to {info['shard_tokens']:,} tokens")
+    table = Table()
+    for name, justify in (("file", "left"), ("tokens", "right"), ("documents", "right"), ("sha256", "left")):
+        table.add_column(name, justify=justify)
+    for shard in info["shards"]:
+        table.add_row(shard["file"], f"{shard['tokens']:,}", f"{shard['documents']:,}", shard["sha256"][:16])
+    console.print(table)
+    console.print("[bold]most frequent ids[/] " + "  ".join(f"{t['id']}×{t['count']:,}" for t in info["most_frequent"]), overflow="fold")
+    if verify:
+        console.print("verified: every shard matches its sha256 in the manifest")
+
+
+@command
+def bench(
+    tokenizer: TokenizerOption,
+    corpus: Annotated[str, typer.Argument(help="A UTF-8 text file; documents split at special tokens.")],
+    against: Annotated[Optional[Peer], typer.Option(help="A peer built from the same ranks, timed in the same run.")] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Processes for bpecli, threads for the peer.")] = 1,
+    repeat: Annotated[int, typer.Option(min=1, help="Runs of each; the median counts.")] = 3,
+    as_json: JsonOption = False,
+    pattern: PatternOption = None,
+    special_ids: SpecialIdsOption = None,
+) -> None:
+    """Time encoding and decoding of a corpus, beside a peer tokenizer with the same ranks."""
+    from .bench import bench as run_bench
+
+    tok = _load_tokenizer(tokenizer, pattern, special_ids)
+    report = run_bench(tok, corpus, against=against.value if against else None, workers=workers, repeat=repeat)
+    if as_json:
+        return _print_json(report)
+    from rich.table import Table
+
+    console = _console()
+    console.print(f"{report['bytes'] / 1e6:.1f} MB, {report['documents']:,} documents, {workers} worker(s), "
+                  f"median of {repeat}; peak memory {report['peak_memory_mib']:.0f} MiB")
+    table = Table()
+    for name in ("", "encode MB/s", "tokens/s", "decode MB/s", "tokens"):
+        table.add_column(name, justify="right")
+    for name in ["bpecli"] + ([report["peer"]] if against else []):
+        r = report[name]
+        table.add_row(name, f"{r['encode_mb_per_s']:.1f}", f"{r['encode_tokens_per_s']:,.0f}", f"{r['decode_mb_per_s']:.1f}", f"{r['tokens']:,}")
+    console.print(table)
+    if against:
+        console.print(f"ratio bpecli / {report['peer']} encode throughput: [bold]{report['ratio']:.2f}x[/]")
+        if report["identical"]:
+            console.print("ids identical")
+        else:
+            console.print(f"ids differ: first at {report['first_difference']}", overflow="fold")
+
+
 def main() -> None:
     app()

@@ -390,3 +390,35 @@ def verify(out_dir: str | Path) -> list[str]:
         elif file_sha256(path) != shard["sha256"]:
             problems.append(f"{shard['file']}: sha256 does not match the manifest")
     return problems
+
+
+def describe_shards(out_dir: str | Path, top: int = 10) -> dict:
+    """What `bpecli inspect DIR` shows: the manifest's totals and shards, and the most frequent
+    token ids (counted over every shard)."""
+    out = Path(out_dir)
+    if not (out / MANIFEST).is_file():
+        hint = " (an unfinished run: rerun the encode command to finish it)" if (out / JOURNAL).exists() else ""
+        raise InputError(f"{out}: no {MANIFEST} here{hint}")
+    manifest = _read_json(out / MANIFEST)
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise InputError(f"{out / MANIFEST}: format_version {manifest.get('format_version')} is not {FORMAT_VERSION}; "
+                         "use the bpecli that wrote it, or encode again")
+    counts = np.zeros(0, dtype=np.int64)
+    for shard in manifest["shards"]:
+        try:
+            ids = np.load(out / shard["file"], mmap_mode="r")
+        except (OSError, ValueError) as e:
+            raise InputError(f"{out / shard['file']}: not a readable shard ({e})") from None
+        found = np.bincount(ids)
+        if len(found) > len(counts):
+            found[: len(counts)] += counts
+            counts = found
+        else:
+            counts[: len(found)] += found
+    frequent = np.argsort(-counts, kind="stable")[:top]
+    return {
+        **{k: manifest[k] for k in ("total_tokens", "total_documents", "dtype", "shard_tokens", "eot", "inputs")},
+        "tokenizer": manifest["tokenizer"],
+        "shards": manifest["shards"],
+        "most_frequent": [{"id": int(i), "count": int(counts[i])} for i in frequent if counts[i]],
+    }

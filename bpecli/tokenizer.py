@@ -391,3 +391,39 @@ def _merge_parts_heap(piece: bytes, ranks: dict[bytes, int], max_rank: int | Non
         parts.append(piece[i : end[i]])
         i = end[i]
     return parts
+
+
+def render_token(token: bytes) -> str:
+    """A token as people can read it: control characters escaped, bytes that are not valid
+    UTF-8 shown as \\xNN.
+
+    Example: b"\\n\\xe2\\x82" -> "\\\\n\\\\xe2\\\\x82"
+    """
+    import unicodedata
+
+    text = token.decode("utf-8", errors="backslashreplace")
+    return "".join(
+        char.encode("unicode_escape").decode("ascii") if unicodedata.category(char)[0] == "C" else char for char in text
+    )
+
+
+def describe(tok: Tokenizer, top: int = 10) -> dict:
+    """What `bpecli inspect TOK` shows: sizes, special tokens, pattern, the longest tokens, how
+    many tokens have each byte length, and the first and last merges."""
+    from collections import Counter
+
+    from .pretokenize import PATTERNS
+
+    longest = sorted(tok.ranks.items(), key=lambda item: (-len(item[0]), item[1]))[:top]
+    merges = tok.merges
+    return {
+        "vocab_size": tok.vocab_size,
+        "ordinary_tokens": len(tok.ranks),
+        "merges": len(merges),
+        "special_tokens": dict(sorted(tok.special_tokens.items(), key=lambda item: item[1])),
+        "pattern": next((name for name, p in PATTERNS.items() if p == tok.pattern), tok.pattern),
+        "longest_tokens": [{"id": rank, "token": render_token(token), "bytes": len(token)} for token, rank in longest],
+        "byte_lengths": dict(sorted(Counter(len(token) for token in tok.ranks).items())),
+        "first_merges": [[render_token(a), render_token(b)] for a, b in merges[:top]],
+        "last_merges": [[render_token(a), render_token(b)] for a, b in merges[-top:]],
+    }

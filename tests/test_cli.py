@@ -14,7 +14,7 @@ def run(*args, input=None):
     return runner.invoke(app, [str(a) for a in args], input=input)
 
 
-@pytest.mark.parametrize("command", ["train", "encode", "decode"])
+@pytest.mark.parametrize("command", ["train", "encode", "decode", "inspect", "bench"])
 def test_every_command_has_help(command):
     result = run(command, "--help")
     assert result.exit_code == 0
@@ -202,3 +202,79 @@ def test_a_killed_encode_rerun_ends_byte_identical(gpt2_vocab, tmp_path):
     subprocess.run(command(tmp_path / "cut"), check=True)
     whole = {p.name: p.read_bytes() for p in (tmp_path / "whole").iterdir()}
     assert {p.name: p.read_bytes() for p in (tmp_path / "cut").iterdir()} == whole
+
+
+def fits_80_columns(output: str) -> bool:
+    return all(len(line) <= 80 for line in output.splitlines())
+
+
+def test_inspect_a_tokenizer(gpt2_vocab):
+    result = run("inspect", gpt2_vocab, "--json")
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.stdout)
+    assert info["vocab_size"] == 50257 and info["special_tokens"] == {"<|endoftext|>": 50256}
+    assert info["pattern"] == "gpt2" and info["byte_lengths"]["1"] == 256
+    assert info["first_merges"][0] == [" ", "t"]  # merges.txt's first line: "Ġ t"
+    shown = run("inspect", gpt2_vocab)
+    assert shown.exit_code == 0 and "vocab size 50,257" in shown.output and fits_80_columns(shown.output)
+
+
+def test_inspect_compares_bytes_per_token(gpt2_vocab, tiktoken_gpt2, cl100k_file, tmp_path):
+    text = "Tokenizers compress text: the more bytes per token, the shorter the sequence. " * 50
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(text, encoding="utf-8")
+    result = run("inspect", gpt2_vocab, "--compare", cl100k_file, "--corpus", corpus, "--json")
+    per_token = json.loads(result.stdout)["bytes_per_token"]
+    assert per_token[str(gpt2_vocab)] == pytest.approx(len(text) / len(tiktoken_gpt2.encode(text)))
+    assert set(per_token) == {str(gpt2_vocab), str(cl100k_file)}
+
+
+def test_inspect_text_shows_each_token_and_the_count(gpt2_vocab):
+    result = run("inspect", gpt2_vocab, "--text", "hello world\n")
+    assert result.stdout == "31373\thello\n995\t world\n198\t\\n\n3 tokens\n"
+    piped = run("inspect", gpt2_vocab, "--text", "-", "--json", input="hello world")
+    assert json.loads(piped.stdout) == {"count": 2, "ids": [31373, 995], "tokens": ["hello", " world"]}
+
+
+def test_inspect_verify_names_a_changed_shard(gpt2_vocab, tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world<|endoftext|>" * 400, encoding="utf-8")
+    out = tmp_path / "shards"
+    assert run("encode", "-t", gpt2_vocab, corpus, "--out", out, "--shard-tokens", 500, "-q").exit_code == 0
+    good = run("inspect", out, "--verify")
+    assert good.exit_code == 0 and "verified" in good.output and fits_80_columns(good.output)
+    info = json.loads(run("inspect", out, "--json").stdout)
+    assert info["total_tokens"] == 1200 and info["most_frequent"][0]["count"] == 400
+    shard = out / "shard_00001.npy"
+    data = bytearray(shard.read_bytes())
+    data[200] ^= 1
+    shard.write_bytes(bytes(data))
+    assert "shard_00001.npy: sha256 does not match" in one_line_error(run("inspect", out, "--verify"))
+
+
+def test_bench_against_tiktoken(gpt2_vocab, kernel_docs_sample, tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(kernel_docs_sample[:300_000], encoding="utf-8")
+    result = run("bench", "-t", gpt2_vocab, corpus, "--against", "tiktoken", "--repeat", 1, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["identical"] is True and report["ratio"] > 0
+    assert report["bpecli"]["encode_mb_per_s"] > 0 and report["tiktoken"]["encode_mb_per_s"] > 0
+    shown = run("bench", "-t", gpt2_vocab, corpus, "--against", "tiktoken", "--repeat", 1, "--workers", 2)
+    assert "ids identical" in shown.output and fits_80_columns(shown.output)
+
+
+def test_bench_without_the_peer_installed_is_a_clear_error(gpt2_vocab, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tiktoken", None)
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello", encoding="utf-8")
+    assert "tiktoken is not installed" in one_line_error(run("bench", "-t", gpt2_vocab, corpus, "--against", "tiktoken"))
+
+
+def test_inspect_errors_are_one_line(tmp_path):
+    assert "no such tokenizer" in one_line_error(run("inspect", tmp_path / "nothing"))
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / ".bpecli-progress.json").write_text("{}")
+    assert "unfinished run" in one_line_error(run("inspect", tmp_path / "half"))

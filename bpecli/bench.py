@@ -1,0 +1,140 @@
+"""Timings as data: encode and decode throughput of a tokenizer, and of a peer built from the same
+ranks in the same run, with the ratio and an exactness check. The CLI prints them."""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import sys
+import time
+from multiprocessing import get_all_start_methods, get_context
+
+from .corpus import read_text
+from .errors import BpecliError
+from .tokenizer import Tokenizer
+
+PEERS = ("tiktoken", "tokenizers")
+
+
+def peer_encoder(name: str, tok: Tokenizer, workers: int):
+    """(encode documents -> list of id lists, decode ids -> str) of a peer built from tok's ranks."""
+    if name == "tiktoken":
+        try:
+            import tiktoken
+        except ImportError:
+            raise BpecliError("tiktoken is not installed; pip install tiktoken (or bpecli[bench])") from None
+        enc = tiktoken.Encoding("bpecli-peer", pat_str=tok.pattern, mergeable_ranks=tok.ranks, special_tokens=tok.special_tokens)
+        return (lambda docs: enc.encode_ordinary_batch(docs, num_threads=workers)), enc.decode
+    if name == "tokenizers":
+        try:
+            import tokenizers
+        except ImportError:
+            raise BpecliError("tokenizers is not installed; pip install tokenizers (or bpecli[bench])") from None
+        import tempfile
+        from pathlib import Path
+
+        from .files import write_tokenizer_json
+
+        with tempfile.TemporaryDirectory() as folder:
+            write_tokenizer_json(tok, Path(folder) / "tokenizer.json")
+            hf = tokenizers.Tokenizer.from_str((Path(folder) / "tokenizer.json").read_text(encoding="utf-8"))
+
+        def encode(docs):
+            return [e.ids for e in hf.encode_batch(docs, add_special_tokens=False)]
+
+        return encode, lambda ids: hf.decode(ids, skip_special_tokens=False)
+    raise BpecliError(f"--against {name!r}: expected one of {', '.join(PEERS)}")
+
+
+def bench(
+    tok: Tokenizer, corpus: str, *, against: str | None = None, workers: int = 1, repeat: int = 3
+) -> dict:
+    """Encode the corpus's documents `repeat` times (a cold cache each time) and decode the ids;
+    medians, throughputs, peak memory, and the same for the peer with the ratio.
+
+    Example: bench(gpt2, "docs.txt", against="tiktoken") -> {"bpecli": {...}, "tiktoken": {...},
+    "ratio": 1.4, "identical": True}
+    """
+    if repeat < 1:
+        raise BpecliError("--repeat must be at least 1")
+    text = read_text(corpus)
+    documents = [d for d in _split(tok, text) if d]
+    n_bytes = len(text.encode("utf-8"))
+    runners = {"bpecli": (lambda docs: _encode_ours(tok, docs, workers), tok.decode)}
+    if against:
+        runners[against] = peer_encoder(against, tok, workers)
+    timings: dict[str, dict] = {name: {"encode": [], "decode": []} for name in runners}
+    results: dict[str, list[list[int]]] = {}
+    for _ in range(repeat):  # interleaved, so that noise on a shared machine hits both alike
+        for name, (encode, decode) in runners.items():
+            tok._cache.clear()
+            started = time.perf_counter()
+            ids = encode(documents)
+            timings[name]["encode"].append(time.perf_counter() - started)
+            flat = [i for doc in ids for i in doc]
+            started = time.perf_counter()
+            decode(flat)
+            timings[name]["decode"].append(time.perf_counter() - started)
+            results[name] = ids
+    report: dict = {"corpus": corpus, "bytes": n_bytes, "documents": len(documents), "workers": workers, "repeat": repeat}
+    for name, times in timings.items():
+        n_tokens = sum(map(len, results[name]))
+        encode_s, decode_s = statistics.median(times["encode"]), statistics.median(times["decode"])
+        report[name] = {
+            "encode_seconds": encode_s,
+            "encode_mb_per_s": n_bytes / encode_s / 1e6,
+            "encode_tokens_per_s": n_tokens / encode_s,
+            "decode_seconds": decode_s,
+            "decode_mb_per_s": n_bytes / decode_s / 1e6,
+            "tokens": n_tokens,
+            "runs": times["encode"],
+        }
+    # ru_maxrss is in KiB on Linux, in bytes on macOS; one process ran both sides
+    report["peak_memory_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10)
+    if against:
+        report["peer"] = against
+        report["ratio"] = report["bpecli"]["encode_mb_per_s"] / report[against]["encode_mb_per_s"]
+        report["identical"], report["first_difference"] = _compare(results["bpecli"], results[against])
+    return report
+
+
+def _split(tok: Tokenizer, text: str) -> list[str]:
+    from .pretokenize import special_splitter, split_documents
+
+    return split_documents(text, special_splitter(set(tok.special_tokens) | {"<|endoftext|>"}))
+
+
+def _compare(ours: list[list[int]], theirs: list[list[int]]) -> tuple[bool, dict | None]:
+    for index, (a, b) in enumerate(zip(ours, theirs)):
+        if a != b:
+            at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            return False, {"document": index, "token": at, "bpecli": a[at : at + 5], "peer": b[at : at + 5]}
+    return True, None
+
+
+# ---- our side: documents encoded by `workers` processes ------------------------------------------
+
+_worker: dict = {}
+
+
+def _init(tok: Tokenizer) -> None:
+    _worker["tok"] = tok
+
+
+def _encode_share(documents: list[str]) -> list[list[int]]:
+    tok = _worker["tok"]
+    ids, ends = tok.encode_documents(documents)
+    flat = ids.tolist()
+    starts = [0, *ends.tolist()]
+    return [flat[a:b] for a, b in zip(starts, starts[1:])]
+
+
+def _encode_ours(tok: Tokenizer, documents: list[str], workers: int) -> list[list[int]]:
+    if workers <= 1:
+        _init(tok)
+        return _encode_share(documents)
+    step = -(-len(documents) // (4 * workers))
+    shares = [documents[i : i + step] for i in range(0, len(documents), step)]
+    method = "fork" if "fork" in get_all_start_methods() else "spawn"
+    with get_context(method).Pool(workers, initializer=_init, initargs=(tok,)) as pool:
+        return [ids for share in pool.map(_encode_share, shares) for ids in share]
