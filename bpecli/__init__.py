@@ -7,7 +7,16 @@ from .errors import BpecliError as BpecliError
 from .files import load as load
 from .pretokenize import PATTERNS as PATTERNS
 from .tokenizer import Tokenizer as Tokenizer
-from .trainer import train as train
-from .trainer import train_bpe as train_bpe
 
 __version__ = "0.1.0"
+__all__ = ["BpecliError", "PATTERNS", "Tokenizer", "load", "train", "train_bpe"]
+
+
+def __getattr__(name: str):
+    """train and train_bpe load the trainer (and numpy) on first use, so that a shell one-liner
+    that only encodes starts fast."""
+    if name in ("train", "train_bpe"):
+        from . import trainer
+
+        return getattr(trainer, name)
+    raise AttributeError(f"module 'bpecli' has no attribute {name!r}")

@@ -9,6 +9,7 @@ import os
 import shutil
 import tempfile
 from functools import cache
+from itertools import repeat
 from pathlib import Path
 
 from .errors import OutputError, TokenizerFileError
@@ -59,12 +60,23 @@ def token_to_str(token: bytes) -> str:
 
 
 def str_to_token(text: str) -> bytes | None:
-    """The inverse of token_to_str; None if text has a character outside the alphabet."""
-    table = char_to_byte()
-    try:
-        return bytes(table[char] for char in text)
-    except KeyError:
+    """The inverse of token_to_str; None if text has a character outside the alphabet.
+
+    Example: "Ġhello" -> b" hello"; "a b" -> None (a plain space is not in the alphabet)
+    """
+    try:  # str.translate and a latin-1 encode run in C: vocab.json loads fast enough for one-liners
+        return text.translate(_to_latin1()).encode("latin-1")
+    except UnicodeEncodeError:
         return None
+
+
+@cache
+def _to_latin1() -> dict[int, str]:
+    """GPT-2 alphabet character -> the character of its byte; every other character below the
+    alphabet's end -> U+FFFF, which latin-1 cannot encode (so it reads as "not in the alphabet")."""
+    table = {code: "\uffff" for code in range(max(map(ord, char_to_byte())) + 1)}
+    table.update((ord(char), chr(b)) for char, b in char_to_byte().items())
+    return table
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,14 +289,12 @@ def _load_gpt2(path: Path, vocab: dict, pattern: str | None, specials: dict | No
     merges_path = next((c for c in candidates if c.is_file() and c != path), None)
     if merges_path is None:
         raise TokenizerFileError(f"{path}: expected merges.txt beside this vocab.json")
-    made = set()
-    for number, line in enumerate(merges_path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line or line.startswith("#version"):
-            continue
-        parts = line.split(" ")
-        if len(parts) != 2:
-            raise TokenizerFileError(f"{merges_path}:{number}: error parsing line {line[:60]!r} (expected 'left right')")
-        made.add(parts[0] + parts[1])
+    lines = merges_path.read_text(encoding="utf-8").splitlines()
+    merges = [line for line in lines if line and not line.startswith("#version")]
+    if sum(map(str.count, merges, repeat(" "))) != len(merges):  # each line: exactly one space
+        number, line = next((n, line) for n, line in enumerate(lines, 1) if line and not line.startswith("#version") and line.count(" ") != 1)
+        raise TokenizerFileError(f"{merges_path}:{number}: error parsing line {line[:60]!r} (expected 'left right')")
+    made = set(map(str.replace, merges, repeat(" "), repeat(""), repeat(1)))
     ranks, found_specials = _split_vocab(path, vocab, made)
     pattern = resolve_pattern(pattern or "gpt2")
     return _checked(path, ranks, specials if specials is not None else found_specials, pattern, [path, merges_path])

@@ -2,6 +2,8 @@
 
     python tests/benchmarks.py train  [--repeat 3] [--corpus FILE]   # vs Hugging Face BpeTrainer
     python tests/benchmarks.py encode [--repeat 3] [--corpus FILE]   # vs tiktoken, same GPT-2 ranks
+    python tests/benchmarks.py shards [--repeat 3] [--corpus FILE]   # 2 workers vs tiktoken, 2 threads
+    python tests/benchmarks.py startup [--repeat 5]                  # `echo ... | bpecli encode` wall time
 
 Each job runs in a fresh process (so peak memory is its own), several times; the median wall time
 and the ratio bpecli / peer are printed. The default corpus is ../shared/corpora/kernel-docs.txt.gz,
@@ -60,6 +62,45 @@ t = time.perf_counter(); ids = enc.encode(text, allowed_special="all"); took = t
 """,
 }
 
+SHARD_JOBS = {
+    "bpecli": """
+import numpy as np
+from bpecli import Tokenizer
+from bpecli.shards import write_shards
+tok = Tokenizer.load(GPT2_VOCAB)
+t = time.perf_counter()
+write_shards(tok, [CORPUS], OUT, workers=2, eot=50256, shard_tokens=10_000_000)
+took = time.perf_counter() - t
+import glob
+ids = np.concatenate([np.load(f) for f in sorted(glob.glob(OUT + "/shard_*.npy"))]).tolist()
+""",
+    "tiktoken-2-threads": """
+import tiktoken
+from bpecli.files import load
+ours = load(GPT2_VOCAB)
+enc = tiktoken.Encoding("gpt2", pat_str=ours.pattern, mergeable_ranks=ours.ranks, special_tokens=ours.special_tokens)
+t = time.perf_counter()
+docs = [d for d in open(CORPUS, encoding="utf-8").read().split(SPECIAL) if d]
+batch = enc.encode_ordinary_batch(docs, num_threads=2)
+took = time.perf_counter() - t
+ids = [i for doc in batch for i in doc + [50256]]
+""",
+}
+
+STARTUP_JOB = {  # the command's own wall time, measured around its process
+    "bpecli-one-liner": """
+import os, subprocess, sys
+t = time.perf_counter()
+subprocess.run([os.path.join(os.path.dirname(sys.executable), "bpecli"), "encode", "-t", GPT2_VOCAB],
+               input=b"hello world", check=True, capture_output=True)
+took = time.perf_counter() - t; ids = []
+""",
+    "python-startup": """
+import subprocess, sys
+t = time.perf_counter(); subprocess.run([sys.executable, "-c", "pass"], check=True); took = time.perf_counter() - t; ids = []
+""",
+}
+
 
 def corpus_path(given: str | None) -> str:
     if given:
@@ -113,7 +154,7 @@ def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["train", "encode"])
+    parser.add_argument("what", choices=["train", "encode", "shards", "startup"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--corpus")
     args = parser.parse_args()
@@ -121,7 +162,7 @@ def main() -> None:
     values = {"CORPUS": corpus, "SPECIAL": SPECIAL,
               "GPT2_VOCAB": str(SHARED / "fixtures" / "cs336" / "gpt2_vocab.json")}
     print(f"corpus {corpus} ({os.path.getsize(corpus) / 1e6:.1f} MB), {args.repeat} runs each, {os.cpu_count()} cores")
-    jobs = TRAIN_JOBS if args.what == "train" else ENCODE_JOBS
+    jobs = {"train": TRAIN_JOBS, "encode": ENCODE_JOBS, "shards": SHARD_JOBS, "startup": STARTUP_JOB}[args.what]
     compare(jobs, values, args.repeat, os.path.getsize(corpus))
 
 
