@@ -134,7 +134,7 @@ def read_ids(name: str) -> list[int]:
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".bz2": "bz2"}
 # Inputs are handed to workers in parts of about this many bytes, whatever the worker count, so
 # that a part's number means the same thing on every run (resuming relies on it).
-PART_BYTES = 4 << 20
+PART_BYTES = 2 << 20
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ def document_parts(
     """Parts of every input, in order. inputs are (path, label) pairs; separators are the special
     tokens that end documents in text files.
 
-    Example: a 10 MB text file -> Part(start=0, end=4194321), Part(start=4194321, ...), ...
+    Example: a 10 MB text file -> Part(start=0, end=2097190), Part(start=2097190, ...), ...
     """
     cuts = [s.encode("utf-8") for s in separators]
     for path, label in inputs:
