@@ -111,6 +111,7 @@ def write_shards(
     separators = sorted(set(tokenizer.special_tokens) | {DEFAULT_EOT})
     parts = document_parts(pairs, separators=separators, text_column=text_column)
     init_args = (tokenizer, eot, settings["dtype"], separators, text_column, errors)
+    tokenizer.prepare_bulk()
     writer = _ShardWriter(out, settings, kept)
     resume_part, skip = (kept[-1]["next_part"], kept[-1]["skip"]) if kept else (0, 0)
     n_bytes = 0

@@ -250,17 +250,19 @@ class Tokenizer:
         cache = self._cache
         if len(cache) > _CACHE_LIMIT:
             cache.clear()
-        table = []
-        for key in distinct_keys.tolist():
-            ids = cache.get(key)
-            if ids is None:
-                ids = cache[key] = self._encode_piece(key_bytes(key))
-            table.append(ids)
-        for piece in long_index:
-            ids = cache.get(piece)
-            if ids is None:
-                ids = cache[piece] = self._encode_piece(piece)
-            table.append(ids)
+        names = distinct_keys.tolist() + list(long_index)
+        table = list(map(cache.get, names))
+        cold = [i for i, ids in enumerate(table) if ids is None]
+        if cold:
+            ranks = self.ranks
+            pieces = [key_bytes(names[i]) if i < len(distinct_keys) else names[i] for i in cold]
+            # a piece that is a token is one token; long pieces go to the heap (a round of
+            # _bpe_batch merges one pair per piece, so rounds grow with the longest piece)
+            batched = [p for p in pieces if p not in ranks and len(p) <= _LONG_PIECE]
+            merged = dict(zip(batched, self._bpe_batch(batched)))
+            for i, piece in zip(cold, pieces):
+                ids = merged.get(piece) or self._encode_piece(piece)
+                table[i] = cache[names[i]] = ids
         # 3. put the ids of every piece in order, then eot after every document
         table_sizes = np.fromiter(map(len, table), dtype=np.int64, count=len(table))
         table_ids = np.fromiter(chain.from_iterable(table), dtype=np.int64, count=int(table_sizes.sum()))
@@ -276,6 +278,79 @@ class Tokenizer:
             ids = np.insert(ids, ends, eot)
             ends = ends + np.arange(1, len(ends) + 1)
         return ids.astype(dtype), ends
+
+    def prepare_bulk(self) -> None:
+        """Build the tables bulk encoding uses now, e.g. before forking workers that then share them."""
+        if self._bulk_split is not None:
+            self._pair_table
+
+    @cached_property
+    def _pair_table(self) -> _PairTable:
+        """For every two tokens whose bytes joined are a token: (left, right) -> the joined
+        token's rank, in a table numpy can look up many pairs in at once."""
+        ranks = self.ranks
+        base = max(ranks.values()) + 1
+        found: dict[int, int] = {}
+        for token, rank in ranks.items():
+            for cut in range(1, len(token)):
+                left, right = ranks.get(token[:cut]), ranks.get(token[cut:])
+                if left is not None and right is not None:
+                    found[left * base + right] = rank
+        return _PairTable(found, base)
+
+    def _bpe_batch(self, pieces: list[bytes]) -> list[tuple[int, ...]]:
+        """The ids of many pieces at once, with _merge_parts's result: each round merges, in every
+        piece still merging, its lowest-rank pair (the leftmost of equals), all with numpy. There
+        are as many rounds as the longest piece needs merges: meant for short pieces.
+
+        Example (GPT-2): [b" tokenizer", b"ingly"] -> [(11241, 7509), (4420,)]
+        """
+        import numpy as np
+
+        results: list = [None] * len(pieces)
+        if not pieces:
+            return results
+        pairs = self._pair_table
+        base, none = pairs.base, np.int64(_NO_RANK)
+        byte_ids = np.array([self.ranks[t] for t in _BYTE_TOKENS], dtype=np.int64)
+        sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        symbols = byte_ids[np.frombuffer(b"".join(pieces), dtype=np.uint8)]
+        owner = np.repeat(np.arange(len(pieces)), sizes)  # the piece of each symbol, ascending
+        while len(symbols):
+            n = len(symbols)
+            first = np.ones(n, dtype=bool)
+            first[1:] = owner[1:] != owner[:-1]
+            # the rank of each symbol's pair with the next one in its piece (none at a piece's end)
+            pair_rank = np.full(n, none, dtype=np.int64)
+            inner = np.flatnonzero(~first[1:])
+            pair_rank[inner] = pairs.lookup(symbols[inner] * base + symbols[inner + 1])
+            starts = np.flatnonzero(first)
+            best = np.minimum.reduceat(pair_rank, starts)
+            segment = np.cumsum(first) - 1
+            finished = (best == none)[segment]
+            if finished.any():  # pieces with nothing left to merge are done
+                done_symbols, done_owner = symbols[finished].tolist(), owner[finished]
+                edges = np.flatnonzero(np.diff(done_owner)) + 1
+                bounds = [0, *edges.tolist(), len(done_symbols)]
+                for piece, a, b in zip(done_owner[bounds[:-1]].tolist(), bounds, bounds[1:]):
+                    results[piece] = tuple(done_symbols[a:b])
+                keep = ~finished
+                symbols, owner, pair_rank, first = symbols[keep], owner[keep], pair_rank[keep], first[keep]
+                best = best[best != none]
+                segment = np.cumsum(first) - 1
+            if not len(symbols):
+                break
+            # merge the leftmost lowest-rank pair of every piece: the left symbol becomes the
+            # joined token (its id is its rank), the right one goes
+            candidates = np.flatnonzero(pair_rank == best[segment])
+            leftmost = np.ones(len(candidates), dtype=bool)
+            leftmost[1:] = segment[candidates[1:]] != segment[candidates[:-1]]
+            at = candidates[leftmost]
+            symbols[at] = pair_rank[at]
+            keep = np.ones(len(symbols), dtype=bool)
+            keep[at + 1] = False
+            symbols, owner = symbols[keep], owner[keep]
+        return results
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The bytes of ids; an id outside the vocabulary is an error naming it."""
@@ -303,6 +378,59 @@ class Tokenizer:
         if rank is not None:  # a piece that is itself a token is one token
             return (rank,)
         return tuple(ranks[part] for part in _merge_parts(piece, ranks))
+
+
+_NO_RANK = 1 << 62
+
+
+class _PairTable:
+    """An open-addressing hash table of int64 keys -> int64 values that looks up a whole array
+    of keys per probe round (numpy's searchsorted is several times slower at this size)."""
+
+    def __init__(self, items: dict[int, int], base: int):
+        import numpy as np
+
+        self.base = base
+        size = 1 << max(4, (2 * len(items)).bit_length())  # load factor under one half
+        self.mask = size - 1
+        self.keys = np.full(size, -1, dtype=np.int64)
+        self.values = np.full(size, _NO_RANK, dtype=np.int64)
+        keys = np.fromiter(items, dtype=np.int64, count=len(items))
+        values = np.fromiter(items.values(), dtype=np.int64, count=len(items))
+        slots = self._hash(keys)
+        self.rounds = 0
+        while len(keys):  # each round, every free slot takes the first key that wants it
+            self.rounds += 1
+            free = self.keys[slots] == -1
+            claimed, first = np.unique(slots[free], return_index=True)
+            chosen = np.flatnonzero(free)[first]
+            self.keys[claimed], self.values[claimed] = keys[chosen], values[chosen]
+            rest = np.ones(len(keys), dtype=bool)
+            rest[chosen] = False
+            keys, values, slots = keys[rest], values[rest], (slots[rest] + 1) & self.mask
+
+    def _hash(self, keys):
+        import numpy as np
+
+        mixed = keys.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        return (mixed >> np.uint64(64 - self.mask.bit_length())).astype(np.int64)
+
+    def lookup(self, wanted):
+        """The value of each key in wanted; _NO_RANK for a key that is not in the table."""
+        import numpy as np
+
+        out = np.full(len(wanted), _NO_RANK, dtype=np.int64)
+        todo = np.arange(len(wanted))
+        slots = self._hash(wanted)
+        for _ in range(self.rounds):  # no key sits further than `rounds` slots from its hash
+            found = self.keys[slots]
+            hit = found == wanted[todo]
+            out[todo[hit]] = self.values[slots[hit]]
+            go_on = ~hit & (found != -1)
+            todo, slots = todo[go_on], (slots[go_on] + 1) & self.mask
+            if not len(todo):
+                break
+        return out
 
 
 def _blocks(text: str, size: int = _BULK_BATCH) -> list[str]:

@@ -132,3 +132,13 @@ def test_heap_merge_equals_scan_merge(gpt2):
 def test_surrogates_are_fixed_up_as_tiktoken_does(gpt2, tiktoken_gpt2):
     for text in ["a\ud800b", "\ud83d\ude00 ok", "x" * 70_000 + "\udfff"]:
         assert gpt2.encode(text) == tiktoken_gpt2.encode(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=70) | st.text(min_size=1, max_size=20).map(str.encode), min_size=1, max_size=20))
+def test_batch_bpe_equals_one_piece_at_a_time(gpt2, pieces):
+    """_bpe_batch merges every piece in rounds with numpy; _merge_parts one piece in Python."""
+    from bpecli.tokenizer import _merge_parts
+
+    expected = [tuple(gpt2.ranks[part] for part in _merge_parts(piece, gpt2.ranks)) for piece in pieces]
+    assert gpt2._bpe_batch(pieces) == expected
