@@ -235,25 +235,61 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
     return np.append(offsets, n).astype(np.int64)
 
 
-def short_piece_keys(data: bytes, bounds):
-    """(keys, short): each piece of up to 7 bytes as one integer (its bytes little-endian, its
-    length in the top byte), and which pieces those are. bounds come from gpt2_piece_starts.
+# Pieces of up to this many bytes are named by one Python int that packs their bytes and length.
+PACKED_BYTES = 15
 
-    Example: b"hi there", [0, 2, 8] -> ([0x02000000000069_68 ...], [True, True])
+
+def number_pieces(data: bytes, bounds) -> tuple[list, object]:
+    """(names, codes): the distinct pieces of data (bounds from gpt2_piece_starts) numbered 0, 1,
+    ..., and the number of each piece. A name is an int packing the piece (see piece_of_name) for
+    pieces of up to 15 bytes, found with numpy; longer pieces are named by their bytes.
+
+    Example: b"a b a", [0, 1, 3, 4, 5] -> (names of b"a", b" b", b" a"; codes [0, 2, 1, 0])
     """
     import numpy as np
 
     starts, sizes = bounds[:-1], np.diff(bounds)
-    words = np.ndarray((len(data) + 1,), dtype="<u8", buffer=data + bytes(8), strides=(1,))
-    short = sizes <= 7
-    size = sizes[short].astype(np.uint64)
-    mask = (np.uint64(1) << (size << np.uint64(3))) - np.uint64(1)
-    return (words[starts[short]] & mask) | (size << np.uint64(56)), short
+    words = np.ndarray((len(data) + 9,), dtype="<u8", buffer=data + bytes(16), strides=(1,))
+    masks = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+    packed = np.flatnonzero(sizes <= PACKED_BYTES)
+    size, at = sizes[packed], starts[packed]
+    low_size = np.minimum(size, 8)
+    low = words[at] & masks[low_size]
+    high = (words[at + 8] & masks[size - low_size]) | (size.astype(np.uint64) << np.uint64(56))
+    # one uint64 per piece for numpy to sort; a collision is caught below and settled exactly
+    mixed = _mix(low ^ _mix(high))
+    _, first, packed_codes = np.unique(mixed, return_index=True, return_inverse=True)
+    if not ((low[first][packed_codes] == low).all() and (high[first][packed_codes] == high).all()):
+        index: dict = {}
+        packed_codes = np.array([index.setdefault(pair, len(index)) for pair in zip(low.tolist(), high.tolist())], dtype=np.int64)
+        first = np.unique(packed_codes, return_index=True)[1]
+    names: list = [lo | (hi << 64) for lo, hi in zip(low[first].tolist(), high[first].tolist())]
+    codes = np.empty(len(starts), dtype=np.int64)
+    codes[packed] = packed_codes
+    long_at = np.flatnonzero(sizes > PACKED_BYTES)
+    if len(long_at):
+        index = {}
+        long_codes = [index.setdefault(data[a:b], len(index)) for a, b in zip(starts[long_at].tolist(), bounds[long_at + 1].tolist())]
+        codes[long_at] = np.array(long_codes, dtype=np.int64) + len(names)
+        names += index
+    return names, codes
 
 
-def key_bytes(key: int) -> bytes:
-    """The piece a short_piece_keys key stands for."""
-    return key.to_bytes(8, "little")[: key >> 56]
+def _mix(x):
+    """splitmix64's finaliser: every input bit moves every output bit (a plain multiply leaves
+    the top byte's changes in the top byte, where they cancel)."""
+    import numpy as np
+
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def piece_of_name(name: int | bytes) -> bytes:
+    """The piece a name from number_pieces stands for."""
+    if isinstance(name, bytes):
+        return name
+    return name.to_bytes(16, "little")[: name >> 120]
 
 
 def document_batches(documents: list[bytes], size: int = 1 << 22) -> Iterator[list[bytes]]:
@@ -272,7 +308,7 @@ def document_batches(documents: list[bytes], size: int = 1 << 22) -> Iterator[li
 
 def count_gpt2_pieces(documents: list[bytes]) -> Counter:
     """Pre-token counts (as bytes) of the gpt2 pattern, without a Python object per occurrence
-    for pieces of up to 7 bytes: numpy counts their packed keys."""
+    for pieces of up to 15 bytes: numpy numbers and counts them."""
     import numpy as np
 
     counts: Counter = Counter()
@@ -280,9 +316,6 @@ def count_gpt2_pieces(documents: list[bytes]) -> Counter:
         data = b"".join(batch)
         sizes = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
         bounds = gpt2_piece_starts(data, np.cumsum(sizes) - sizes)
-        keys, short = short_piece_keys(data, bounds)
-        distinct, n = np.unique(keys, return_counts=True)
-        counts.update(dict(zip(map(key_bytes, distinct.tolist()), n.tolist())))
-        long_at = np.flatnonzero(~short)
-        counts.update(data[a:b] for a, b in zip(bounds[long_at].tolist(), bounds[long_at + 1].tolist()))
+        names, codes = number_pieces(data, bounds)
+        counts.update(dict(zip(map(piece_of_name, names), np.bincount(codes, minlength=len(names)).tolist())))
     return counts

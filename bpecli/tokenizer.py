@@ -227,41 +227,24 @@ class Tokenizer:
         are keyed by an integer that packs their bytes and length; longer ones by their bytes."""
         import numpy as np
 
-        from .pretokenize import key_bytes, short_piece_keys
+        from .pretokenize import number_pieces, piece_of_name
 
         data = b"".join(documents)
         lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
         doc_starts = np.cumsum(lengths) - lengths
         bounds = self._bulk_split(data, doc_starts)
         starts = bounds[:-1]
-        # 1. a code for every piece: short pieces by their packed key, long ones by their bytes
-        keys, short = short_piece_keys(data, bounds)
-        distinct_keys, codes_short = np.unique(keys, return_inverse=True)
-        long_index: dict[bytes, int] = {}
-        long_at = np.flatnonzero(~short)
-        long_codes = [
-            long_index.setdefault(data[a:b], len(long_index))
-            for a, b in zip(starts[long_at].tolist(), bounds[long_at + 1].tolist())
-        ]
-        codes = np.empty(len(starts), dtype=np.int64)
-        codes[short] = codes_short
-        codes[long_at] = np.array(long_codes, dtype=np.int64) + len(distinct_keys)
+        # 1. a code for every piece, the same for equal pieces
+        names, codes = number_pieces(data, bounds)
         # 2. the ids of every distinct piece, from the cache or by BPE
         cache = self._cache
         if len(cache) > _CACHE_LIMIT:
             cache.clear()
-        names = distinct_keys.tolist() + list(long_index)
         table = list(map(cache.get, names))
         cold = [i for i, ids in enumerate(table) if ids is None]
         if cold:
-            ranks = self.ranks
-            pieces = [key_bytes(names[i]) if i < len(distinct_keys) else names[i] for i in cold]
-            # a piece that is a token is one token; long pieces go to the heap (a round of
-            # _bpe_batch merges one pair per piece, so rounds grow with the longest piece)
-            batched = [p for p in pieces if p not in ranks and len(p) <= _LONG_PIECE]
-            merged = dict(zip(batched, self._bpe_batch(batched)))
-            for i, piece in zip(cold, pieces):
-                ids = merged.get(piece) or self._encode_piece(piece)
+            pieces = [piece_of_name(names[i]) for i in cold]
+            for i, ids in zip(cold, self._bpe_batch(pieces)):
                 table[i] = cache[names[i]] = ids
         # 3. put the ids of every piece in order, then eot after every document
         table_sizes = np.fromiter(map(len, table), dtype=np.int64, count=len(table))
@@ -299,9 +282,29 @@ class Tokenizer:
         return _PairTable(found, base)
 
     def _bpe_batch(self, pieces: list[bytes]) -> list[tuple[int, ...]]:
+        """The ids of many pieces, as _encode_piece gives them: a piece that is a token is one;
+        the others merge in numpy rounds (_bpe_rounds), grouped by length so that a few long
+        pieces do not keep all the short ones' rounds going; the longest go to the heap."""
+        results: list = [None] * len(pieces)
+        groups: dict[int, list[int]] = {}
+        ranks = self.ranks
+        for i, piece in enumerate(pieces):
+            rank = ranks.get(piece)
+            if rank is not None:
+                results[i] = (rank,)
+            elif len(piece) > 1024:
+                results[i] = self._encode_piece(piece)
+            else:
+                groups.setdefault(0 if len(piece) <= 16 else len(piece).bit_length(), []).append(i)
+        for members in groups.values():
+            for i, ids in zip(members, self._bpe_rounds([pieces[i] for i in members])):
+                results[i] = ids
+        return results
+
+    def _bpe_rounds(self, pieces: list[bytes]) -> list[tuple[int, ...]]:
         """The ids of many pieces at once, with _merge_parts's result: each round merges, in every
         piece still merging, its lowest-rank pair (the leftmost of equals), all with numpy. There
-        are as many rounds as the longest piece needs merges: meant for short pieces.
+        are as many rounds as the longest piece needs merges.
 
         Example (GPT-2): [b" tokenizer", b"ingly"] -> [(11241, 7509), (4420,)]
         """
@@ -338,7 +341,9 @@ class Tokenizer:
                 symbols, owner, pair_rank, first = symbols[keep], owner[keep], pair_rank[keep], first[keep]
                 best = best[best != none]
                 segment = np.cumsum(first) - 1
-            if not len(symbols):
+            if len(best) <= _FEW_PIECES:  # a round's numpy calls cost more than a few pieces in Python
+                for piece in np.unique(owner).tolist():
+                    results[piece] = self._encode_piece(pieces[piece])
                 break
             # merge the leftmost lowest-rank pair of every piece: the left symbol becomes the
             # joined token (its id is its rank), the right one goes
@@ -381,6 +386,8 @@ class Tokenizer:
 
 
 _NO_RANK = 1 << 62
+# _bpe_rounds hands the last pieces still merging to Python when no more than this many are left.
+_FEW_PIECES = 64
 
 
 class _PairTable:
@@ -391,7 +398,7 @@ class _PairTable:
         import numpy as np
 
         self.base = base
-        size = 1 << max(4, (2 * len(items)).bit_length())  # load factor under one half
+        size = 1 << max(4, (4 * len(items)).bit_length())  # load factor under a quarter: few probe rounds
         self.mask = size - 1
         self.keys = np.full(size, -1, dtype=np.int64)
         self.values = np.full(size, _NO_RANK, dtype=np.int64)

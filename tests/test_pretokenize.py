@@ -58,3 +58,18 @@ def test_long_texts_take_the_vectorised_path_and_agree(gpt2, tiktoken_gpt2, kern
     assert gpt2._bulk_split is not None
     assert gpt2.encode(text) == tiktoken_gpt2.encode(text, allowed_special="all")
     assert gpt2.encode_ordinary(text) == tiktoken_gpt2.encode_ordinary(text)
+
+
+def test_numbering_stays_exact_when_the_hash_collides(monkeypatch):
+    """number_pieces sorts a 64-bit hash of each piece; if two pieces share one, it falls back
+    to exact keys. Force that with a hash that is the same for everything."""
+    from bpecli import pretokenize
+
+    data = b"-------  -------- x'll 12 abcdefghijklmnopq abcdefghijklmnopq --------"
+    bounds = gpt2_piece_starts(data)
+    expected = pretokenize.number_pieces(data, bounds)
+    monkeypatch.setattr(pretokenize, "_mix", lambda x: x & 0)
+    names, codes = pretokenize.number_pieces(data, bounds)
+    pieces = [data[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    assert [pretokenize.piece_of_name(names[c]) for c in codes] == pieces
+    assert len(names) == len(expected[0]) == len(set(pieces))
