@@ -1,6 +1,6 @@
 """Benchmarks next to a peer in the same run; not collected by pytest (run them by hand).
 
-    python tests/benchmarks.py train  [--repeat 3] [--corpus FILE]   # vs Hugging Face BpeTrainer
+    python tests/benchmarks.py train  [--repeat 3] [--corpus FILE]   # vs Hugging Face BpeTrainer and rustbpe
     python tests/benchmarks.py encode [--repeat 3] [--corpus FILE]   # vs tiktoken, same GPT-2 ranks
     python tests/benchmarks.py shards [--repeat 3] [--corpus FILE]   # 2 workers vs tiktoken, 2 threads
     python tests/benchmarks.py startup [--repeat 5]                  # `echo ... | bpecli encode` wall time
@@ -42,6 +42,13 @@ trainer = trainers.BpeTrainer(vocab_size=10000, special_tokens=[SPECIAL], show_p
                               initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
 tok.train([CORPUS], trainer)
 tok.save(OUT + ".json")
+""",
+    "rustbpe": """
+import rustbpe
+from bpecli import PATTERNS
+documents = (d for d in open(CORPUS, encoding="utf-8").read().split(SPECIAL) if d)
+tok = rustbpe.Tokenizer()
+tok.train_from_iterator(documents, vocab_size=10000, pattern=PATTERNS["gpt2"])  # no special token: 1 merge more
 """,
 }
 
@@ -144,9 +151,10 @@ def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
         peak = max(r["peak_mib"] for r in rs)
         print(f"{name:>14}: median {medians[name]:6.2f} s  {size / medians[name] / 1e6:6.1f} MB/s  "
               f"peak {peak:6.0f} MiB  runs [{times}]")
-    ours, peer = list(medians)
-    print(f"ratio {ours} / {peer} wall time: {medians[ours] / medians[peer]:.2f}x "
-          f"(throughput {medians[peer] / medians[ours]:.2f}x)")
+    ours, *peers = list(medians)
+    for peer in peers:
+        print(f"ratio {ours} / {peer} wall time: {medians[ours] / medians[peer]:.2f}x "
+              f"(throughput {medians[peer] / medians[ours]:.2f}x)")
     shas = {name: {r.get("sha") for r in rs} for name, rs in runs.items()}
     if all(None not in s for s in shas.values()):
         print("ids identical:", len(set().union(*shas.values())) == 1)
