@@ -292,9 +292,20 @@ def _console():
     return Console(width=min(80, Console().width), highlight=False)
 
 
-def _render_tokenizer(info: dict) -> None:
+def _table(columns: list[str], rows, title: str | None = None):
+    """A rich table; a column name starting with ">" is right-aligned. Long cells end in "…"."""
     from rich.table import Table
 
+    table = Table(title=title, title_justify="left")
+    for name in columns:
+        table.add_column(name.lstrip(">"), justify="right" if name.startswith(">") else "left",
+                         overflow="ellipsis", no_wrap=True, max_width=56)
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _render_tokenizer(info: dict) -> None:
     console = _console()
     console.print(f"[bold]vocab size[/] {info['vocab_size']:,}  ({info['ordinary_tokens']:,} ordinary, "
                   f"{info['merges']:,} merges, {len(info['special_tokens'])} special)")
@@ -302,13 +313,8 @@ def _render_tokenizer(info: dict) -> None:
     console.print(f"[bold]pattern[/] {pattern if len(pattern) < 66 else pattern[:63] + '...'}", markup=True)
     for token, rank in info["special_tokens"].items():
         console.print(f"[bold]special[/] {token} = {rank}", markup=True)
-    table = Table(title="longest tokens", title_justify="left")
-    table.add_column("id", justify="right")
-    table.add_column("bytes", justify="right")
-    table.add_column("token", overflow="ellipsis", no_wrap=True, max_width=56)
-    for row in info["longest_tokens"]:
-        table.add_row(str(row["id"]), str(row["bytes"]), repr(row["token"]))
-    console.print(table)
+    rows = [(str(r["id"]), str(r["bytes"]), repr(r["token"])) for r in info["longest_tokens"]]
+    console.print(_table([">id", ">bytes", "token"], rows, title="longest tokens"))
     most = max(info["byte_lengths"].values())
     console.print("[bold]tokens by byte length[/]")
     for length, count in info["byte_lengths"].items():
@@ -352,17 +358,11 @@ def _inspect_shards(folder: Path, verify: bool, as_json: bool) -> None:
             raise BpecliError(f"{folder}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
     if as_json:
         return _print_json(info)
-    from rich.table import Table
-
     console = _console()
     console.print(f"[bold]{info['total_tokens']:,}[/] tokens, [bold]{info['total_documents']:,}[/] documents, "
                   f"{info['dtype']}, {len(info['shards'])} shards of up to {info['shard_tokens']:,} tokens")
-    table = Table()
-    for name, justify in (("file", "left"), ("tokens", "right"), ("documents", "right"), ("sha256", "left")):
-        table.add_column(name, justify=justify)
-    for shard in info["shards"]:
-        table.add_row(shard["file"], f"{shard['tokens']:,}", f"{shard['documents']:,}", shard["sha256"][:16])
-    console.print(table)
+    rows = [(s["file"], f"{s['tokens']:,}", f"{s['documents']:,}", s["sha256"][:16]) for s in info["shards"]]
+    console.print(_table(["file", ">tokens", ">documents", "sha256"], rows))
     console.print("[bold]most frequent ids[/] " + "  ".join(f"{t['id']}×{t['count']:,}" for t in info["most_frequent"]), overflow="fold")
     if verify:
         console.print("verified: every shard matches its sha256 in the manifest")
@@ -386,18 +386,14 @@ def bench(
     report = run_bench(tok, corpus, against=against.value if against else None, workers=workers, repeat=repeat)
     if as_json:
         return _print_json(report)
-    from rich.table import Table
-
     console = _console()
     console.print(f"{report['bytes'] / 1e6:.1f} MB, {report['documents']:,} documents, {workers} worker(s), "
                   f"median of {repeat}; peak memory {report['peak_memory_mib']:.0f} MiB")
-    table = Table()
-    for name in ("", "encode MB/s", "tokens/s", "decode MB/s", "tokens"):
-        table.add_column(name, justify="right")
-    for name in ["bpecli"] + ([report["peer"]] if against else []):
-        r = report[name]
-        table.add_row(name, f"{r['encode_mb_per_s']:.1f}", f"{r['encode_tokens_per_s']:,.0f}", f"{r['decode_mb_per_s']:.1f}", f"{r['tokens']:,}")
-    console.print(table)
+    rows = [
+        (name, f"{r['encode_mb_per_s']:.1f}", f"{r['encode_tokens_per_s']:,.0f}", f"{r['decode_mb_per_s']:.1f}", f"{r['tokens']:,}")
+        for name, r in ((name, report[name]) for name in ["bpecli"] + ([report["peer"]] if against else []))
+    ]
+    console.print(_table([">", ">encode MB/s", ">tokens/s", ">decode MB/s", ">tokens"], rows))
     if against:
         console.print(f"ratio bpecli / {report['peer']} encode throughput: [bold]{report['ratio']:.2f}x[/]")
         if report["identical"]:
