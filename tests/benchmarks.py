@@ -2,7 +2,8 @@
 
     python tests/benchmarks.py train  [--repeat 3] [--corpus FILE]   # vs Hugging Face BpeTrainer and rustbpe
     python tests/benchmarks.py encode [--repeat 3] [--corpus FILE]   # vs tiktoken, same GPT-2 ranks
-    python tests/benchmarks.py shards [--repeat 3] [--corpus FILE]   # 2 workers vs tiktoken, 2 threads
+    python tests/benchmarks.py shards [--repeat 3] [--corpus FILE]   # 2 workers vs tiktoken, 2 threads, and 1 worker
+    python tests/benchmarks.py count  [--repeat 3] [--corpus FILE]   # pre-token counting, 2 workers vs 1
     python tests/benchmarks.py startup [--repeat 5]                  # `echo ... | bpecli encode` wall time
 
 Each job runs in a fresh process (so peak memory is its own), several times; the median wall time
@@ -92,6 +93,29 @@ batch = enc.encode_ordinary_batch(docs, num_threads=2)
 took = time.perf_counter() - t
 ids = [i for doc in batch for i in doc + [50256]]
 """,
+    "bpecli-1-worker": """
+import numpy as np
+from bpecli import Tokenizer
+from bpecli.shards import write_shards
+tok = Tokenizer.load(GPT2_VOCAB)
+t = time.perf_counter()
+write_shards(tok, [CORPUS], OUT, workers=1, eot=50256, shard_tokens=10_000_000)
+took = time.perf_counter() - t
+import glob
+ids = np.concatenate([np.load(f) for f in sorted(glob.glob(OUT + "/shard_*.npy"))]).tolist()
+""",
+}
+
+COUNT_JOBS = {  # pre-tokenization and counting alone, to see it scale with workers
+    f"bpecli-{workers}-worker": f"""
+from bpecli.corpus import file_chunks
+from bpecli.pretokenize import PATTERNS, count_pretokens
+t = time.perf_counter()
+chunks = file_chunks(CORPUS, 8, [SPECIAL])
+count_pretokens(chunks, pattern=PATTERNS["gpt2"], special_tokens=[SPECIAL], workers={workers})
+took = time.perf_counter() - t; ids = []
+"""
+    for workers in (2, 1)
 }
 
 STARTUP_JOB = {  # the command's own wall time, measured around its process
@@ -162,7 +186,7 @@ def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["train", "encode", "shards", "startup"])
+    parser.add_argument("what", choices=["train", "encode", "shards", "count", "startup"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--corpus")
     args = parser.parse_args()
@@ -170,7 +194,7 @@ def main() -> None:
     values = {"CORPUS": corpus, "SPECIAL": SPECIAL,
               "GPT2_VOCAB": str(SHARED / "fixtures" / "cs336" / "gpt2_vocab.json")}
     print(f"corpus {corpus} ({os.path.getsize(corpus) / 1e6:.1f} MB), {args.repeat} runs each, {os.cpu_count()} cores")
-    jobs = {"train": TRAIN_JOBS, "encode": ENCODE_JOBS, "shards": SHARD_JOBS, "startup": STARTUP_JOB}[args.what]
+    jobs = {"train": TRAIN_JOBS, "encode": ENCODE_JOBS, "shards": SHARD_JOBS, "count": COUNT_JOBS, "startup": STARTUP_JOB}[args.what]
     compare(jobs, values, args.repeat, os.path.getsize(corpus))
 
 
