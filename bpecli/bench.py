@@ -7,6 +7,7 @@ import resource
 import statistics
 import sys
 import time
+from itertools import chain
 from multiprocessing import get_all_start_methods, get_context
 
 from .corpus import read_text
@@ -64,21 +65,25 @@ def bench(
     if against:
         runners[against] = peer_encoder(against, tok, workers)
     timings: dict[str, dict] = {name: {"encode": [], "decode": []} for name in runners}
-    results: dict[str, list[list[int]]] = {}
+    results: dict[str, tuple] = {}
     for _ in range(repeat):  # interleaved, so that noise on a shared machine hits both alike
         for name, (encode, decode) in runners.items():
+            results.pop(name, None)  # one side's ids in memory at a time, besides the other's
             tok._cache.clear()
             started = time.perf_counter()
-            ids = encode(documents)
+            encoded = encode(documents)
             timings[name]["encode"].append(time.perf_counter() - started)
-            flat = [i for doc in ids for i in doc]
+            ids, ends = encoded if name == "bpecli" else _flatten(encoded)
+            del encoded
+            flat = ids if name == "bpecli" else ids.tolist()  # each side's own kind of id list
             started = time.perf_counter()
             decode(flat)
             timings[name]["decode"].append(time.perf_counter() - started)
-            results[name] = ids
+            del flat
+            results[name] = ids, ends
     report: dict = {"corpus": corpus, "bytes": n_bytes, "documents": len(documents), "workers": workers, "repeat": repeat}
     for name, times in timings.items():
-        n_tokens = sum(map(len, results[name]))
+        n_tokens = len(results[name][0])
         encode_s, decode_s = statistics.median(times["encode"]), statistics.median(times["decode"])
         report[name] = {
             "encode_seconds": encode_s,
@@ -98,18 +103,34 @@ def bench(
     return report
 
 
+def _flatten(id_lists: list[list[int]]):
+    """A peer's ids per document as (all ids, where each document's ids end), like ours."""
+    import numpy as np
+
+    sizes = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
+    ids = np.fromiter(chain.from_iterable(id_lists), dtype=np.int64, count=int(sizes.sum()))
+    return ids, np.cumsum(sizes)
+
+
 def _split(tok: Tokenizer, text: str) -> list[str]:
     from .pretokenize import special_splitter, split_documents
 
     return split_documents(text, special_splitter(set(tok.special_tokens) | {"<|endoftext|>"}))
 
 
-def _compare(ours: list[list[int]], theirs: list[list[int]]) -> tuple[bool, dict | None]:
-    for index, (a, b) in enumerate(zip(ours, theirs)):
-        if a != b:
-            at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            return False, {"document": index, "token": at, "bpecli": a[at : at + 5], "peer": b[at : at + 5]}
-    return True, None
+def _compare(ours: tuple, theirs: tuple) -> tuple[bool, dict | None]:
+    """(identical, None), or (False, where the first difference is: document, token, ids there)."""
+    import numpy as np
+
+    (a, a_ends), (b, b_ends) = ours, theirs
+    if len(a) == len(b) and np.array_equal(a, b) and np.array_equal(a_ends, b_ends):
+        return True, None
+    common = min(len(a), len(b))
+    differ = np.flatnonzero(a[:common] != b[:common])
+    at = int(differ[0]) if len(differ) else common
+    document = int(np.searchsorted(a_ends, at, "right"))
+    start = int(a_ends[document - 1]) if document else 0
+    return False, {"document": document, "token": at - start, "bpecli": a[at : at + 5].tolist(), "peer": b[at : at + 5].tolist()}
 
 
 # ---- our side: documents encoded by `workers` processes ------------------------------------------
@@ -121,20 +142,21 @@ def _init(tok: Tokenizer) -> None:
     _worker["tok"] = tok
 
 
-def _encode_share(documents: list[str]) -> list[list[int]]:
-    tok = _worker["tok"]
-    ids, ends = tok.encode_documents(documents)
-    flat = ids.tolist()
-    starts = [0, *ends.tolist()]
-    return [flat[a:b] for a, b in zip(starts, starts[1:])]
+def _encode_share(documents: list[str]):
+    return _worker["tok"].encode_documents(documents, dtype="int64")
 
 
-def _encode_ours(tok: Tokenizer, documents: list[str], workers: int) -> list[list[int]]:
+def _encode_ours(tok: Tokenizer, documents: list[str], workers: int):
+    """(all ids, where each document's ids end), by `workers` processes."""
+    import numpy as np
+
     if workers <= 1:
-        _init(tok)
-        return _encode_share(documents)
+        return tok.encode_documents(documents, dtype="int64")
+    tok.prepare_bulk()
     step = -(-len(documents) // (4 * workers))
     shares = [documents[i : i + step] for i in range(0, len(documents), step)]
     method = "fork" if "fork" in get_all_start_methods() else "spawn"
     with get_context(method).Pool(workers, initializer=_init, initargs=(tok,)) as pool:
-        return [ids for share in pool.map(_encode_share, shares) for ids in share]
+        parts = pool.map(_encode_share, shares)
+    shifts = np.cumsum([0] + [len(ids) for ids, _ in parts[:-1]])
+    return np.concatenate([ids for ids, _ in parts]), np.concatenate([ends + shift for (_, ends), shift in zip(parts, shifts)])

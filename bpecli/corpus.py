@@ -104,8 +104,9 @@ def read_text(name: str, errors: str = "strict") -> str:
     return decode_utf8(read_bytes(name), "<stdin>" if name == "-" else name, errors=errors)
 
 
-def read_ids(name: str) -> list[int]:
-    """Token ids from a .npy shard, or whitespace-separated integers in a file or stdin."""
+def read_ids(name: str):
+    """Token ids from a .npy shard (as its numpy array), or whitespace-separated integers in a
+    file or stdin (as a list)."""
     if name.endswith(".npy"):
         import numpy as np
 
@@ -115,7 +116,7 @@ def read_ids(name: str) -> list[int]:
             raise InputError(f"{name}: not a readable .npy shard ({e})") from None
         if array.ndim != 1 or array.dtype.kind not in "iu":
             raise InputError(f"{name}: expected a 1-d integer array, found {array.dtype} of shape {array.shape}")
-        return array.tolist()
+        return array
     text = read_text(name)
     try:
         return list(map(int, text.split()))

@@ -358,7 +358,10 @@ class Tokenizer:
         return results
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
-        """The bytes of ids; an id outside the vocabulary is an error naming it."""
+        """The bytes of ids (a list, or a numpy array such as a shard); an id outside the
+        vocabulary is an error naming it."""
+        if hasattr(ids, "dtype"):
+            return self._decode_array(ids)
         decoder = self.decoder
         try:
             return b"".join(map(decoder.__getitem__, ids))
@@ -368,7 +371,8 @@ class Tokenizer:
 
     def decode(self, ids: Iterable[int], *, errors: str = "replace") -> str:
         """The text of ids; bytes that are not valid UTF-8 become U+FFFD, or an error if strict."""
-        ids = list(ids)
+        if not hasattr(ids, "dtype"):
+            ids = list(ids)  # an iterator would be used up by the error path
         data = self.decode_bytes(ids)
         try:
             return data.decode("utf-8", errors=errors)
@@ -376,6 +380,33 @@ class Tokenizer:
             raise BpecliError(
                 f"the ids decode to invalid UTF-8 at byte {e.start}; use --errors replace to see U+FFFD instead"
             ) from None
+
+    @cached_property
+    def _byte_table(self):
+        """(all tokens' bytes end to end, where each id's bytes start, how many) for numpy;
+        ids that are no token have length 0."""
+        import numpy as np
+
+        size = max(self.decoder) + 1
+        lengths = np.zeros(size, dtype=np.int64)
+        ordered = sorted(self.decoder.items())
+        lengths[[i for i, _ in ordered]] = [len(t) for _, t in ordered]
+        starts = np.zeros(size, dtype=np.int64)
+        starts[[i for i, _ in ordered]] = np.cumsum([0] + [len(t) for _, t in ordered[:-1]])
+        return np.frombuffer(b"".join(t for _, t in ordered), dtype=np.uint8), starts, lengths
+
+    def _decode_array(self, ids) -> bytes:
+        import numpy as np
+
+        data, starts, lengths = self._byte_table
+        ids = np.asarray(ids, dtype=np.int64)
+        bad = (ids < 0) | (ids >= len(lengths))
+        bad[~bad] = lengths[ids[~bad]] == 0
+        if bad.any():
+            raise BpecliError(f"id {ids[bad][0]} is not in the vocabulary (0..{len(lengths) - 1})")
+        sizes = lengths[ids]
+        out_starts = np.cumsum(sizes) - sizes
+        return data[np.repeat(starts[ids] - out_starts, sizes) + np.arange(int(sizes.sum()))].tobytes()
 
     def _encode_piece(self, piece: bytes) -> tuple[int, ...]:
         ranks = self.ranks

@@ -142,3 +142,14 @@ def test_batch_bpe_equals_one_piece_at_a_time(gpt2, pieces):
 
     expected = [tuple(gpt2.ranks[part] for part in _merge_parts(piece, gpt2.ranks)) for piece in pieces]
     assert gpt2._bpe_batch(pieces) == expected
+
+
+def test_decode_takes_a_numpy_array_like_a_list(gpt2):
+    import numpy as np
+
+    from bpecli import BpecliError
+
+    ids = gpt2.encode("héllo wörld 😀<|endoftext|>")
+    assert gpt2.decode(np.array(ids, dtype=np.uint16)) == gpt2.decode(ids) == "héllo wörld 😀<|endoftext|>"
+    with pytest.raises(BpecliError, match="id 60000 is not in the vocabulary"):
+        gpt2.decode(np.array([31373, 60000]))
