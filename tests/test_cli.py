@@ -278,3 +278,18 @@ def test_inspect_errors_are_one_line(tmp_path):
     (tmp_path / "half").mkdir()
     (tmp_path / "half" / ".bpecli-progress.json").write_text("{}")
     assert "unfinished run" in one_line_error(run("inspect", tmp_path / "half"))
+
+
+def test_a_worker_error_is_one_line_too(gpt2_vocab, tmp_path):
+    lines = "".join(f'{{"text": "document {i}"}}\n' for i in range(50_000)) + "not json\n"
+    (tmp_path / "big.jsonl").write_text(lines, encoding="utf-8")
+    result = run("encode", "-t", gpt2_vocab, tmp_path / "big.jsonl", "--out", tmp_path / "out", "--workers", 2)
+    assert "big.jsonl:50001: not valid JSON" in one_line_error(result)
+    assert not list((tmp_path / "out").glob("*shard*"))
+
+
+def test_encode_out_reads_stdin(gpt2_vocab, tmp_path):
+    result = run("encode", "-t", gpt2_vocab, "-", "--out", tmp_path / "out", "-q", input="hello world<|endoftext|>hi")
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["inputs"] == [{"path": "<stdin>", "size": 26}] and manifest["total_tokens"] == 5

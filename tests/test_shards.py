@@ -71,7 +71,7 @@ def test_any_worker_count_gives_identical_bytes(gpt2, sample_file, tmp_path, sma
     assert shard_bytes(tmp_path / "w1") == shard_bytes(tmp_path / "w2")
 
 
-def test_txt_jsonl_gz_parquet_and_zst_give_identical_shards(gpt2, sample_file, tmp_path, small_parts):
+def test_every_input_format_gives_identical_shards(gpt2, sample_file, tmp_path, small_parts):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -82,6 +82,9 @@ def test_txt_jsonl_gz_parquet_and_zst_give_identical_shards(gpt2, sample_file, t
     pq.write_table(pa.table({"text": docs}), tmp_path / "docs.parquet", row_group_size=500)
     with pa.output_stream(tmp_path / "docs.txt.zst", compression="zstd") as f:
         f.write(sample_file.read_bytes())
+    with pa.output_stream(tmp_path / "docs.jsonl.bz2", compression="bz2") as f:
+        f.write(lines.encode("utf-8"))
+    (tmp_path / "docs.jsonl").write_text(lines, encoding="utf-8")
 
     def body(name):  # the shards and manifest less the inputs it names
         out = tmp_path / f"out-{name}"
@@ -92,7 +95,7 @@ def test_txt_jsonl_gz_parquet_and_zst_give_identical_shards(gpt2, sample_file, t
 
     reference = body("txt")
     assert len(reference) > 3
-    for name in ("docs.jsonl.gz", "docs.parquet", "docs.txt.zst"):
+    for name in ("docs.jsonl", "docs.jsonl.gz", "docs.jsonl.bz2", "docs.parquet", "docs.txt.zst"):
         assert body(name) == reference, name
 
 
