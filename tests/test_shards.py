@@ -208,3 +208,23 @@ def test_a_full_disk_leaves_no_partial_shard(gpt2, sample_file, tmp_path, monkey
     with pytest.raises(OutputError, match="No space left on device"):
         write_shards(gpt2, [str(sample_file)], tmp_path / "out", shard_tokens=100_000, eot=EOT)
     assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_pattern_without_the_vectorised_path_shards_the_same_ids(cl100k_file, kernel_docs_sample, tmp_path):
+    """cl100k goes through the regex, one document at a time; ids as tiktoken's cl100k_base."""
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    from bpecli import Tokenizer
+
+    tok = Tokenizer.load(cl100k_file)
+    theirs = tiktoken.Encoding("cl100k_base", pat_str=tok.pattern, mergeable_ranks=load_tiktoken_bpe(str(cl100k_file)),
+                               special_tokens=tok.special_tokens)
+    path = tmp_path / "sample.txt"
+    path.write_text(kernel_docs_sample[:300_000], encoding="utf-8")
+    run = write_shards(tok, [str(path)], tmp_path / "out", shard_tokens=30_000, workers=2, eot=100257)
+    expected = []
+    for ids in theirs.encode_ordinary_batch(documents(path.read_text(encoding="utf-8"))):
+        expected += ids + [100257]
+    assert run.manifest["dtype"] == "uint32"
+    assert concatenated(tmp_path / "out").tolist() == expected
