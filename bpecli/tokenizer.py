@@ -319,34 +319,33 @@ class Tokenizer:
         sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
         symbols = byte_ids[np.frombuffer(b"".join(pieces), dtype=np.uint8)]
         owner = np.repeat(np.arange(len(pieces)), sizes)  # the piece of each symbol, ascending
+        first = np.ones(len(symbols), dtype=bool)  # the symbol starts its piece
+        first[1:] = owner[1:] != owner[:-1]
+        # the rank of each symbol's pair with the next one in its piece (none at a piece's end);
+        # looked up once here, then only beside each merge
+        pair_rank = np.full(len(symbols), none, dtype=np.int64)
+        inner = np.flatnonzero(~first[1:])
+        pair_rank[inner] = pairs.lookup(symbols[inner] * base + symbols[inner + 1])
         while len(symbols):
-            n = len(symbols)
-            first = np.ones(n, dtype=bool)
-            first[1:] = owner[1:] != owner[:-1]
-            # the rank of each symbol's pair with the next one in its piece (none at a piece's end)
-            pair_rank = np.full(n, none, dtype=np.int64)
-            inner = np.flatnonzero(~first[1:])
-            pair_rank[inner] = pairs.lookup(symbols[inner] * base + symbols[inner + 1])
-            starts = np.flatnonzero(first)
-            best = np.minimum.reduceat(pair_rank, starts)
-            segment = np.cumsum(first) - 1
-            finished = (best == none)[segment]
+            best = np.minimum.reduceat(pair_rank, np.flatnonzero(first))
+            finished = best == none
             if finished.any():  # pieces with nothing left to merge are done
-                done_symbols, done_owner = symbols[finished].tolist(), owner[finished]
+                finished_symbols = finished[np.cumsum(first) - 1]
+                done_symbols, done_owner = symbols[finished_symbols].tolist(), owner[finished_symbols]
                 edges = np.flatnonzero(np.diff(done_owner)) + 1
                 bounds = [0, *edges.tolist(), len(done_symbols)]
                 for piece, a, b in zip(done_owner[bounds[:-1]].tolist(), bounds, bounds[1:]):
                     results[piece] = tuple(done_symbols[a:b])
-                keep = ~finished
+                keep = ~finished_symbols
                 symbols, owner, pair_rank, first = symbols[keep], owner[keep], pair_rank[keep], first[keep]
-                best = best[best != none]
-                segment = np.cumsum(first) - 1
+                best = best[~finished]
             if len(best) <= _FEW_PIECES:  # a round's numpy calls cost more than a few pieces in Python
                 for piece in np.unique(owner).tolist():
                     results[piece] = self._encode_piece(pieces[piece])
                 break
             # merge the leftmost lowest-rank pair of every piece: the left symbol becomes the
             # joined token (its id is its rank), the right one goes
+            segment = np.cumsum(first) - 1
             candidates = np.flatnonzero(pair_rank == best[segment])
             leftmost = np.ones(len(candidates), dtype=bool)
             leftmost[1:] = segment[candidates[1:]] != segment[candidates[:-1]]
@@ -354,7 +353,16 @@ class Tokenizer:
             symbols[at] = pair_rank[at]
             keep = np.ones(len(symbols), dtype=bool)
             keep[at + 1] = False
-            symbols, owner = symbols[keep], owner[keep]
+            symbols, owner, pair_rank, first = symbols[keep], owner[keep], pair_rank[keep], first[keep]
+            # only the pairs beside each merged symbol change; it moved left by one per merge before it
+            at -= np.arange(len(at))
+            n = len(symbols)
+            has_next = at + 1 < n
+            has_next[has_next] = ~first[at[has_next] + 1]
+            has_prev = ~first[at]
+            pair_rank[at] = none
+            touched = np.concatenate([at[has_next], at[has_prev] - 1])
+            pair_rank[touched] = pairs.lookup(symbols[touched] * base + symbols[touched + 1])
         return results
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
