@@ -254,9 +254,9 @@ class Tokenizer:
         out_starts = np.cumsum(piece_sizes) - piece_sizes
         total = int(piece_sizes.sum())
         ids = table_ids[np.repeat(table_starts[codes] - out_starts, piece_sizes) + np.arange(total)]
-        doc_of_piece = np.searchsorted(doc_starts, starts, "right") - 1
-        doc_sizes = np.bincount(doc_of_piece, weights=piece_sizes, minlength=len(documents)).astype(np.int64)
-        ends = np.cumsum(doc_sizes)
+        # documents end where pieces do: a document's ids end where its last piece's ids end
+        pieces_before = np.searchsorted(starts, doc_starts + lengths, "left")
+        ends = np.concatenate(([0], np.cumsum(piece_sizes)))[pieces_before]
         if eot is not None:
             ids = np.insert(ids, ends, eot)
             ends = ends + np.arange(1, len(ends) + 1)
@@ -285,18 +285,15 @@ class Tokenizer:
         """The ids of many pieces, as _encode_piece gives them: a piece that is a token is one;
         the others merge in numpy rounds (_bpe_rounds), grouped by length so that a few long
         pieces do not keep all the short ones' rounds going; the longest go to the heap."""
-        results: list = [None] * len(pieces)
-        groups: dict[int, list[int]] = {}
-        ranks = self.ranks
-        for i, piece in enumerate(pieces):
-            rank = ranks.get(piece)
-            if rank is not None:
-                results[i] = (rank,)
-            elif len(piece) > 1024:
-                results[i] = self._encode_piece(piece)
-            else:
-                groups.setdefault(0 if len(piece) <= 16 else len(piece).bit_length(), []).append(i)
-        for members in groups.values():
+        import numpy as np
+
+        results: list = [(rank,) if rank is not None else None for rank in map(self.ranks.get, pieces)]
+        sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        sizes[[i for i, r in enumerate(results) if r is not None]] = 0  # done already
+        for i in np.flatnonzero(sizes > 1024).tolist():
+            results[i] = self._encode_piece(pieces[i])
+        for low, high in ((2, 16), (17, 31), (32, 63), (64, 127), (128, 255), (256, 511), (512, 1024)):
+            members = np.flatnonzero((sizes >= low) & (sizes <= high)).tolist()
             for i, ids in zip(members, self._bpe_rounds([pieces[i] for i in members])):
                 results[i] = ids
         return results
