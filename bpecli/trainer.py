@@ -59,143 +59,143 @@ def train_bpe(
     Example: {"aaabdaaabac": 1} with vocab_size 259 -> [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")]
     """
     n_merges = merges_wanted(vocab_size, special_tokens)
+    # 1. The word table: every distinct pre-token's bytes end to end in one array of symbols,
+    #    linked within its word by next/prev positions, each position weighted by its word's count.
+    pieces = [p.encode("utf-8") if isinstance(p, str) else p for p in counts]
+    kept = [i for i, p in enumerate(pieces) if len(p) > 1]  # a single byte holds no pair
+    freqs = np.fromiter(counts.values(), dtype=np.int64, count=len(pieces))[kept]
+    lengths = np.fromiter((len(pieces[i]) for i in kept), dtype=np.int64, count=len(kept))
+    symbols = np.frombuffer(b"".join(pieces[i] for i in kept), dtype=np.uint8).astype(np.int32)
+    del pieces
+    weight = np.repeat(freqs, lengths)
+    ends = np.cumsum(lengths)
+    nxt = np.arange(1, len(symbols) + 1, dtype=np.int32)  # int32: half the memory of int64
+    nxt[ends - 1] = -1
+    prv = np.arange(-1, len(symbols) - 1, dtype=np.int32)
+    prv[ends - lengths] = -1
+    del freqs, lengths, ends
+    base = 256 + n_merges  # a pair (left, right) is the key left * base + right
 
-    # 1. The word table: each distinct pre-token once, with its count. A word is a str whose
-    #    characters are token ids (chr(id)): str.replace then merges a pair, left to right and
-    #    without overlaps, in C, and a pair is a 2-character str.
-    words: list[str] = []
-    freqs: list[int] = []
-    for piece, n in counts.items():
-        encoded = piece.encode("utf-8") if isinstance(piece, str) else piece
-        if len(encoded) > 1:  # a single byte holds no pair
-            words.append(encoded.decode("latin-1"))  # byte b -> chr(b)
-            freqs.append(n)
-
-    # 2. Pair counts and the pair -> words index, built once.
-    pair_counts, where = _initial_pairs(words, freqs)
+    # 2. Pair counts, and where each pair starts (lists of position arrays, checked when used).
+    starts = np.flatnonzero(nxt >= 0).astype(np.int32)
+    pair_counts: dict[int, int] = {}
+    where: dict[int, list] = defaultdict(list)
+    _add_pairs(_pair_keys(starts, symbols, nxt, base), starts, weight, pair_counts, where)
 
     # 3. A max-heap of (count, tie-break) as a min-heap of (-count, key); stale entries are
     #    re-checked against pair_counts when popped.
     token_bytes = [bytes([i]) for i in range(256)]
     descending = [_descending(t) for t in token_bytes]  # tie_break_key in parts, per token
-    heap = [(-n, descending[ord(p[0])] + descending[ord(p[1])], p) for p, n in pair_counts.items()]
+    heap = [(-n, descending[k // base] + descending[k % base], k) for k, n in pair_counts.items()]
     heapq.heapify(heap)
 
-    # 4. Merge, updating only the pairs that touch a merged occurrence.
+    # 4. Merge: each merge rewrites only its occurrences and the pairs beside them, with numpy.
     merges: list[tuple[bytes, bytes]] = []
     while len(merges) < n_merges:
         best = _pop_best(heap, pair_counts)
         if best is None or best[0] < max(min_frequency, 1):
             break
-        _, pair = best
-        a, b = ord(pair[0]), ord(pair[1])
-        new_char = chr(len(token_bytes))
+        key = best[1]
+        a, b = divmod(key, base)
+        new = len(token_bytes)
         merges.append((token_bytes[a], token_bytes[b]))
         token_bytes.append(token_bytes[a] + token_bytes[b])
         descending.append(_descending(token_bytes[-1]))
-        gained_pairs = set()
-        for w in where.pop(pair):
-            word = words[w]
-            merged = word.replace(pair, new_char)
-            if len(merged) == len(word):  # the index may name a word twice, or one that lost the pair
-                continue
-            words[w] = merged
-            n = freqs[w]
-            # Lost pairs never hold new_char and gained ones always do, so counts that fall
-            # are left to the lazy heap and only the gained pairs are pushed.
-            if len(word) - len(merged) == 1:  # one occurrence, by far the common case: no lists
-                j = word.find(pair)
-                if j:
-                    pair_counts[word[j - 1 : j + 1]] -= n
-                    new_pair = merged[j - 1 : j + 1]
-                    pair_counts[new_pair] += n
-                    where[new_pair].append(w)
-                    gained_pairs.add(new_pair)
-                if j + 2 < len(word):
-                    pair_counts[word[j + 1 : j + 3]] -= n
-                    new_pair = merged[j : j + 2]
-                    pair_counts[new_pair] += n
-                    where[new_pair].append(w)
-                    gained_pairs.add(new_pair)
-                continue
-            for lost in _pairs_around(word, pair):
-                pair_counts[lost] -= n
-            gained = _pairs_around(merged, new_char)
-            for new_pair in gained:
-                pair_counts[new_pair] += n
-                where[new_pair].append(w)
-            gained_pairs.update(gained)
-        del pair_counts[pair]
-        for gained in gained_pairs:
-            key = descending[ord(gained[0])] + descending[ord(gained[1])]
-            heapq.heappush(heap, (-pair_counts[gained], key, gained))
+        at = _occurrences(_positions(where.pop(key)), a, b, symbols, nxt)
+        right = nxt[at]
+        # the pairs that change: the one before each occurrence, the occurrence, the one after
+        changed = _distinct(np.concatenate([prv[at], at, right]))
+        changed = changed[(changed >= 0) & (nxt[changed] >= 0)]
+        old_keys = _pair_keys(changed, symbols, nxt, base)
+        symbols[at] = new
+        symbols[right] = -1  # a dead position: no pair key can match it
+        after = nxt[right]
+        nxt[at] = after
+        prv[after[after >= 0]] = at[after >= 0]
+        gained = _distinct(np.concatenate([prv[at], at]))
+        gained = gained[(gained >= 0) & (nxt[gained] >= 0)]
+        new_keys = _pair_keys(gained, symbols, nxt, base)
+        _subtract_pairs(old_keys, weight[changed], pair_counts)
+        for gained_key in _add_pairs(new_keys, gained, weight, pair_counts, where):
+            heapq.heappush(heap, (-pair_counts[gained_key], descending[gained_key // base] + descending[gained_key % base], gained_key))
+        pair_counts.pop(key, None)
         if progress is not None:
             progress.update(1)
     return merges
 
 
-def _initial_pairs(words: list[str], freqs: list[int]) -> tuple[dict[str, int], dict[str, list[int]]]:
-    """Count every adjacent pair of byte-level words (weighted by word count) and index the words
-    that hold each pair, with numpy rather than a Python loop over millions of positions.
+def _pair_keys(positions, symbols, nxt, base: int):
+    """The key of the pair that starts at each position (which must have a next symbol)."""
+    return symbols[positions].astype(np.int64) * base + symbols[nxt[positions]]
 
-    Example: (["aab", "ab"], [1, 5]) -> ({"aa": 1, "ab": 6}, {"aa": [0], "ab": [0, 1]})
+
+def _occurrences(candidates, a: int, b: int, symbols, nxt):
+    """The positions where pair (a, b) starts now, each once, left to right without overlaps
+    (as str.replace would merge them): candidates may be stale or repeated.
+
+    Example: symbols "aaaa" (a == b), candidates [0, 1, 2] -> [0, 2]
     """
-    pair_counts: dict[str, int] = defaultdict(int)
-    where: dict[str, list[int]] = defaultdict(list)
-    if not words:
-        return pair_counts, where
-    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-    flat = np.frombuffer("".join(words).encode("latin-1"), dtype=np.uint8).astype(np.int64)
-    owner = np.repeat(np.arange(len(words), dtype=np.int64), lengths)
-    is_start = np.ones(len(flat), dtype=bool)
-    is_start[np.cumsum(lengths) - 1] = False  # no pair starts at a word's last byte
-    starts = np.flatnonzero(is_start)
-    keys = flat[starts] * 256 + flat[starts + 1]
-    owners = owner[starts]
-    totals = np.bincount(keys, weights=np.asarray(freqs, dtype=np.float64)[owners], minlength=65536)
-    for key in np.flatnonzero(totals).tolist():
-        pair_counts[chr(key >> 8) + chr(key & 255)] = int(totals[key])
-    held = np.sort(keys * len(words) + owners)
-    held = held[np.concatenate(([True], held[1:] != held[:-1]))]  # each (pair, word) once, by pair
-    held_keys = held // len(words)
-    cuts = np.flatnonzero(np.diff(held_keys)) + 1
-    bounds = np.concatenate(([0], cuts, [len(held)]))
-    # one int object per word, shared by every list (tolist() would make one per entry)
-    owners_of = np.array(list(range(len(words))), dtype=object)[held % len(words)]
-    del held, keys, owners, flat, owner, starts
-    for lo, hi, key in zip(bounds[:-1].tolist(), bounds[1:].tolist(), held_keys[bounds[:-1]].tolist()):
-        where[chr(key >> 8) + chr(key & 255)] = owners_of[lo:hi].tolist()
-    return pair_counts, where
+    at = _distinct(candidates)
+    follow = nxt[at]
+    at = at[(follow >= 0) & (symbols[at] == a) & (symbols[np.maximum(follow, 0)] == b)]
+    if a == b and len(at) > 1:  # "aaa": the occurrences at 0 and 1 overlap; 0 goes first
+        chained = np.zeros(len(at), dtype=bool)
+        chained[1:] = at[1:] == nxt[at[:-1]]
+        run_start = np.maximum.accumulate(np.where(chained, 0, np.arange(len(at))))
+        at = at[(np.arange(len(at)) - run_start) % 2 == 0]
+    return at
 
 
-def _pop_best(heap: list, pair_counts: dict[str, int]) -> tuple[int, str] | None:
+def _add_pairs(keys, positions, weight, pair_counts: dict[int, int], where: dict) -> list[int]:
+    """Add the pairs keys (starting at positions) to the counts and the index; the distinct keys."""
+    if not len(keys):
+        return []
+    order = np.argsort(keys)
+    keys, positions = keys[order], positions[order]
+    first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    totals = np.add.reduceat(weight[positions], first)
+    sizes = np.diff(np.append(first, len(keys))).tolist()
+    distinct = keys[first].tolist()
+    # a pair that starts at one position only is kept as a plain int, smaller than a view
+    for k, n, lo, size, one in zip(distinct, totals.tolist(), first.tolist(), sizes, positions[first].tolist()):
+        pair_counts[k] = pair_counts.get(k, 0) + n
+        where[k].append(one if size == 1 else positions[lo : lo + size])
+    return distinct
+
+
+def _positions(entries: list):
+    """The positions in a where list: arrays and plain ints, as one array."""
+    ints = [e for e in entries if type(e) is int]
+    arrays = [e for e in entries if type(e) is not int]
+    return np.concatenate([np.array(ints, dtype=np.int64), *arrays])
+
+
+def _subtract_pairs(keys, weights, pair_counts: dict[int, int]) -> None:
+    if len(keys) > 32:  # many occurrences of few pairs: sum them per pair first
+        order = np.argsort(keys)
+        keys, weights = keys[order], weights[order]
+        first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        keys, weights = keys[first], np.add.reduceat(weights, first)
+    for k, n in zip(keys.tolist(), weights.tolist()):
+        pair_counts[k] -= n
+
+
+def _distinct(values):
+    """The distinct values, sorted (np.unique does more work than a sort and a compare)."""
+    values = np.sort(values)
+    return values[np.concatenate(([True], values[1:] != values[:-1]))]
+
+
+def _pop_best(heap: list, pair_counts: dict[int, int]) -> tuple[int, int] | None:
     """The pair with the highest current count (ties broken by the key), or None if none is left."""
     while heap:
-        neg, key, pair = heapq.heappop(heap)
+        neg, tie, pair = heapq.heappop(heap)
         current = pair_counts.get(pair, 0)
         if current == -neg:
             return current, pair
         if 0 < current < -neg:  # the count fell since this entry was pushed; a rise pushes anew
-            heapq.heappush(heap, (-current, key, pair))
+            heapq.heappush(heap, (-current, tie, pair))
     return None
-
-
-def _pairs_around(word: str, part: str) -> list[str]:
-    """The pairs of word that overlap an occurrence of part (1 or 2 characters), each position once.
-
-    Example: _pairs_around("xababy", "ab") -> ["xa", "ab", "ba", "ab", "by"]
-    """
-    width = len(part)
-    last = len(word) - 2  # the last position a pair can start at
-    pairs = []
-    counted = -1  # the last pair position taken, so that pairs between occurrences count once
-    j = word.find(part)
-    while j != -1:
-        for start in range(max(j - 1, counted + 1), min(j + width - 1, last) + 1):
-            pairs.append(word[start : start + 2])
-        counted = min(j + width - 1, last)
-        j = word.find(part, j + width)
-    return pairs
 
 
 def train(

@@ -3,6 +3,9 @@
 import json
 from collections import Counter
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from bpecli import train, train_bpe
 from bpecli.trainer import tie_break_key
 
@@ -98,3 +101,11 @@ def test_worker_count_does_not_change_the_result(fixtures, tmp_path):
     two.save(tmp_path / "two")
     for name in ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer.tiktoken", "bpecli.json"):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.text(st.sampled_from("aab c"), min_size=1, max_size=9), st.integers(1, 5), max_size=12),
+       st.integers(1, 30))
+def test_fast_trainer_matches_the_naive_one_on_any_small_corpus(counts, n_merges):
+    """Repeated letters make overlapping pairs ("aaa"), the case the merge step must get right."""
+    assert train_bpe(counts, vocab_size=256 + n_merges) == naive_train_bpe(counts, n_merges)
