@@ -334,7 +334,7 @@ def count_gpt2_pieces(documents: list[bytes]) -> Counter:
     import numpy as np
 
     counts: Counter = Counter()
-    for batch in document_batches(documents):
+    for batch in document_batches(documents, 1 << 20):  # 1 MB: small arrays, small worker peaks
         data = b"".join(batch)
         sizes = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
         bounds = gpt2_piece_starts(data, np.cumsum(sizes) - sizes)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import heapq
-from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -76,17 +75,23 @@ def train_bpe(
     del freqs, lengths, ends
     base = 256 + n_merges  # a pair (left, right) is the key left * base + right
 
-    # 2. Pair counts, and where each pair starts (lists of position arrays, checked when used).
-    starts = np.flatnonzero(nxt >= 0).astype(np.int32)
+    # 2. Pair counts, and where each token is: a pair (x, y) can only start where x is (or end
+    #    where y is), so the positions of its tokens index every pair, in far less memory than
+    #    positions per pair. Byte tokens start with all their positions, ascending.
     pair_counts: dict[int, int] = {}
-    where: dict[int, list] = defaultdict(list)
-    _add_pairs(_pair_keys(starts, symbols, nxt, base), starts, weight, pair_counts, where)
+    for lo in range(0, len(symbols), 1 << 18):  # in slices, so that temporaries stay small
+        starts = lo + np.flatnonzero(nxt[lo : lo + (1 << 18)] >= 0).astype(np.int32)
+        _add_pairs(_pair_keys(starts, symbols, nxt, base), weight[starts], pair_counts)
+    by_symbol = np.argsort(symbols.astype(np.uint8), kind="stable").astype(np.int32)
+    cuts = np.searchsorted(symbols[by_symbol], np.arange(257))
+    where = [by_symbol[cuts[t] : cuts[t + 1]] for t in range(256)]  # where[token]: positions
 
-    # 3. A max-heap of (count, tie-break) as a min-heap of (-count, key); stale entries are
-    #    re-checked against pair_counts when popped.
+    # 3. A max-heap of (count, tie-break) as a min-heap of (-count, left part, right part, key):
+    #    comparing the two parts in turn is comparing tie_break_key, as each part ends in a
+    #    terminator no byte takes. Stale entries are re-checked against pair_counts when popped.
     token_bytes = [bytes([i]) for i in range(256)]
     descending = [_descending(t) for t in token_bytes]  # tie_break_key in parts, per token
-    heap = [(-n, descending[k // base] + descending[k % base], k) for k, n in pair_counts.items()]
+    heap = [(-n, descending[k // base], descending[k % base], k) for k, n in pair_counts.items()]
     heapq.heapify(heap)
 
     # 4. Merge: each merge rewrites only its occurrences and the pairs beside them, with numpy.
@@ -101,7 +106,8 @@ def train_bpe(
         merges.append((token_bytes[a], token_bytes[b]))
         token_bytes.append(token_bytes[a] + token_bytes[b])
         descending.append(_descending(token_bytes[-1]))
-        at = _occurrences(_positions(where.pop(key)), a, b, symbols, nxt)
+        at = _occurrences(_candidates(where, a, b, symbols, prv), a, b, symbols, nxt)
+        where.append(at.astype(np.int32))
         right = nxt[at]
         # the pairs that change: the one before each occurrence, the occurrence, the one after
         changed = _distinct(np.concatenate([prv[at], at, right]))
@@ -116,8 +122,8 @@ def train_bpe(
         gained = gained[(gained >= 0) & (nxt[gained] >= 0)]
         new_keys = _pair_keys(gained, symbols, nxt, base)
         _subtract_pairs(old_keys, weight[changed], pair_counts)
-        for gained_key in _add_pairs(new_keys, gained, weight, pair_counts, where):
-            heapq.heappush(heap, (-pair_counts[gained_key], descending[gained_key // base] + descending[gained_key % base], gained_key))
+        for gained_key in _add_pairs(new_keys, weight[gained], pair_counts):
+            heapq.heappush(heap, (-pair_counts[gained_key], descending[gained_key // base], descending[gained_key % base], gained_key))
         pair_counts.pop(key, None)
         if progress is not None:
             progress.update(1)
@@ -146,28 +152,31 @@ def _occurrences(candidates, a: int, b: int, symbols, nxt):
     return at
 
 
-def _add_pairs(keys, positions, weight, pair_counts: dict[int, int], where: dict) -> list[int]:
-    """Add the pairs keys (starting at positions) to the counts and the index; the distinct keys."""
+def _add_pairs(keys, weights, pair_counts: dict[int, int]) -> list[int]:
+    """Add the pairs keys (with their words' weights) to the counts; the distinct keys."""
     if not len(keys):
         return []
-    order = np.argsort(keys)
-    keys, positions = keys[order], positions[order]
+    packed = (keys << 32) | np.arange(len(keys), dtype=np.int64)  # a plain sort: faster than argsort
+    packed.sort()
+    order = packed & 0xFFFFFFFF
+    keys = packed >> 32
     first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    totals = np.add.reduceat(weight[positions], first)
-    sizes = np.diff(np.append(first, len(keys))).tolist()
     distinct = keys[first].tolist()
-    # a pair that starts at one position only is kept as a plain int, smaller than a view
-    for k, n, lo, size, one in zip(distinct, totals.tolist(), first.tolist(), sizes, positions[first].tolist()):
+    for k, n in zip(distinct, np.add.reduceat(weights[order], first).tolist()):
         pair_counts[k] = pair_counts.get(k, 0) + n
-        where[k].append(one if size == 1 else positions[lo : lo + size])
     return distinct
 
 
-def _positions(entries: list):
-    """The positions in a where list: arrays and plain ints, as one array."""
-    ints = [e for e in entries if type(e) is int]
-    arrays = [e for e in entries if type(e) is not int]
-    return np.concatenate([np.array(ints, dtype=np.int64), *arrays])
+def _candidates(where: list, a: int, b: int, symbols, prv):
+    """Positions where pair (a, b) may start: where a is, or just before where b is, whichever
+    list is shorter. The list read is pruned of positions its token has left (merged away)."""
+    left, right = where[a], where[b]
+    if len(left) <= len(right):
+        where[a] = left = left[symbols[left] == a]
+        return left
+    where[b] = right = right[symbols[right] == b]
+    before = prv[right]
+    return before[before >= 0]
 
 
 def _subtract_pairs(keys, weights, pair_counts: dict[int, int]) -> None:
@@ -189,12 +198,12 @@ def _distinct(values):
 def _pop_best(heap: list, pair_counts: dict[int, int]) -> tuple[int, int] | None:
     """The pair with the highest current count (ties broken by the key), or None if none is left."""
     while heap:
-        neg, tie, pair = heapq.heappop(heap)
+        neg, left, right, pair = heapq.heappop(heap)
         current = pair_counts.get(pair, 0)
         if current == -neg:
             return current, pair
         if 0 < current < -neg:  # the count fell since this entry was pushed; a rise pushes anew
-            heapq.heappush(heap, (-current, tie, pair))
+            heapq.heappush(heap, (-current, left, right, pair))
     return None
 
 
