@@ -156,10 +156,13 @@ def _add_pairs(keys, weights, pair_counts: dict[int, int]) -> list[int]:
     """Add the pairs keys (with their words' weights) to the counts; the distinct keys."""
     if not len(keys):
         return []
-    packed = (keys << 32) | np.arange(len(keys), dtype=np.int64)  # a plain sort: faster than argsort
-    packed.sort()
-    order = packed & 0xFFFFFFFF
-    keys = packed >> 32
+    if keys.max() < 1 << 31:  # key and index share one int64: a plain sort, faster than argsort
+        packed = (keys << 32) | np.arange(len(keys), dtype=np.int64)
+        packed.sort()
+        order, keys = packed & 0xFFFFFFFF, packed >> 32
+    else:  # vocabularies past about 46,000 tokens have larger keys
+        order = np.argsort(keys)
+        keys = keys[order]
     first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
     distinct = keys[first].tolist()
     for k, n in zip(distinct, np.add.reduceat(weights[order], first).tolist()):

@@ -109,3 +109,18 @@ def test_worker_count_does_not_change_the_result(fixtures, tmp_path):
 def test_fast_trainer_matches_the_naive_one_on_any_small_corpus(counts, n_merges):
     """Repeated letters make overlapping pairs ("aaa"), the case the merge step must get right."""
     assert train_bpe(counts, vocab_size=256 + n_merges) == naive_train_bpe(counts, n_merges)
+
+
+def test_pair_counts_add_up_for_keys_of_large_vocabularies():
+    """Keys past 2**31 (left * base + right with a base near 100,000) take the argsort path."""
+    import numpy as np
+
+    from bpecli.trainer import _add_pairs
+
+    for keys in ([5, 3, 5, 7], [3 << 31, 5, 3 << 31, (1 << 40) + 1]):
+        counts: dict[int, int] = {}
+        distinct = _add_pairs(np.array(keys, dtype=np.int64), np.array([1, 2, 3, 4], dtype=np.int64), counts)
+        expected = {}
+        for k, w in zip(keys, [1, 2, 3, 4]):
+            expected[k] = expected.get(k, 0) + w
+        assert counts == expected and distinct == sorted(expected)
