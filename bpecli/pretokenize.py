@@ -239,12 +239,11 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
 PACKED_BYTES = 15
 
 
-def number_pieces(data: bytes, bounds) -> tuple[list, object]:
-    """(names, codes): the distinct pieces of data (bounds from gpt2_piece_starts) numbered 0, 1,
-    ..., and the number of each piece. A name is an int packing the piece (see piece_of_name) for
-    pieces of up to 15 bytes, found with numpy; longer pieces are named by their bytes.
-
-    Example: b"a b a", [0, 1, 3, 4, 5] -> (names of b"a", b" b", b" a"; codes [0, 2, 1, 0])
+def pack_pieces(data: bytes, bounds):
+    """(codes, low, high, mixed, long_pieces): the distinct pieces of data (bounds from
+    gpt2_piece_starts) numbered 0, 1, ..., and the number of each piece. Pieces of up to 15 bytes
+    come first, each as two uint64 (low: bytes 0-7; high: bytes 8-14 and the length in the top
+    byte) and their hash (mixed), found with numpy; longer pieces follow as bytes.
     """
     import numpy as np
 
@@ -263,16 +262,25 @@ def number_pieces(data: bytes, bounds) -> tuple[list, object]:
         index: dict = {}
         packed_codes = np.array([index.setdefault(pair, len(index)) for pair in zip(low.tolist(), high.tolist())], dtype=np.int64)
         first = np.unique(packed_codes, return_index=True)[1]
-    names: list = [lo | (hi << 64) for lo, hi in zip(low[first].tolist(), high[first].tolist())]
     codes = np.empty(len(starts), dtype=np.int64)
     codes[packed] = packed_codes
     long_at = np.flatnonzero(sizes > PACKED_BYTES)
+    index = {}
     if len(long_at):
-        index = {}
         long_codes = [index.setdefault(data[a:b], len(index)) for a, b in zip(starts[long_at].tolist(), bounds[long_at + 1].tolist())]
-        codes[long_at] = np.array(long_codes, dtype=np.int64) + len(names)
-        names += index
-    return names, codes
+        codes[long_at] = np.array(long_codes, dtype=np.int64) + len(first)
+    return codes, low[first], high[first], mixed[first], list(index)
+
+
+def number_pieces(data: bytes, bounds) -> tuple[list, object]:
+    """(names, codes): pack_pieces with a hashable name for each distinct piece: an int packing
+    it (see piece_of_name) for pieces of up to 15 bytes, its bytes for longer ones.
+
+    Example: b"a b a", [0, 1, 3, 4, 5] -> (names of b"a", b" b", b" a"; codes [0, 2, 1, 0])
+    """
+    codes, low, high, _, long_pieces = pack_pieces(data, bounds)
+    names: list = [lo | (hi << 64) for lo, hi in zip(low.tolist(), high.tolist())]
+    return names + long_pieces, codes
 
 
 def _group(values):

@@ -227,7 +227,7 @@ class Tokenizer:
         are keyed by an integer that packs their bytes and length; longer ones by their bytes."""
         import numpy as np
 
-        from .pretokenize import number_pieces, piece_of_name
+        from .pretokenize import pack_pieces, piece_of_name
 
         data = b"".join(documents)
         lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
@@ -235,21 +235,30 @@ class Tokenizer:
         bounds = self._bulk_split(data, doc_starts)
         starts = bounds[:-1]
         # 1. a code for every piece, the same for equal pieces
-        names, codes = number_pieces(data, bounds)
-        # 2. the ids of every distinct piece, from the cache or by BPE
+        codes, low, high, mixed, long_pieces = pack_pieces(data, bounds)
+        # 2. where the ids of every distinct piece are: short pieces in the piece table (BPE for
+        #    those it lacks), long ones in the dict cache, written after the table's ids for now
+        table = self._piece_table
+        table.make_room(len(low))
+        slots = table.find(low, high, mixed)
+        missing = np.flatnonzero(slots < 0)
+        if len(missing):
+            names = zip(low[missing].tolist(), high[missing].tolist())
+            table.insert(low[missing], high[missing], mixed[missing], self._bpe_batch([piece_of_name(lo | (hi << 64)) for lo, hi in names]))
+            slots = table.find(low, high, mixed)
         cache = self._cache
         if len(cache) > _CACHE_LIMIT:
             cache.clear()
-        table = list(map(cache.get, names))
-        cold = [i for i, ids in enumerate(table) if ids is None]
-        if cold:
-            pieces = [piece_of_name(names[i]) for i in cold]
-            for i, ids in zip(cold, self._bpe_batch(pieces)):
-                table[i] = cache[names[i]] = ids
+        long_ids = list(map(cache.get, long_pieces))
+        cold = [i for i, ids in enumerate(long_ids) if ids is None]
+        for i, ids in zip(cold, self._bpe_batch([long_pieces[i] for i in cold])):
+            long_ids[i] = cache[long_pieces[i]] = ids
+        long_sizes = np.fromiter(map(len, long_ids), dtype=np.int64, count=len(long_ids))
+        long_at = table.scratch(np.fromiter(chain.from_iterable(long_ids), dtype=np.int64, count=int(long_sizes.sum())))
+        table_sizes = np.concatenate([table.length[slots], long_sizes])
+        table_starts = np.concatenate([table.start[slots], long_at + np.cumsum(long_sizes) - long_sizes])
+        table_ids = table.ids
         # 3. put the ids of every piece in order, then eot after every document
-        table_sizes = np.fromiter(map(len, table), dtype=np.int64, count=len(table))
-        table_ids = np.fromiter(chain.from_iterable(table), dtype=np.int64, count=int(table_sizes.sum()))
-        table_starts = np.cumsum(table_sizes) - table_sizes
         piece_sizes = table_sizes[codes]
         out_starts = np.cumsum(piece_sizes) - piece_sizes
         total = int(piece_sizes.sum())
@@ -261,6 +270,10 @@ class Tokenizer:
             ids = np.insert(ids, ends, eot)
             ends = ends + np.arange(1, len(ends) + 1)
         return ids.astype(dtype), ends
+
+    @cached_property
+    def _piece_table(self) -> _PieceTable:
+        return _PieceTable()
 
     def prepare_bulk(self) -> None:
         """Build the tables bulk encoding uses now, e.g. before forking workers that then share them."""
@@ -474,6 +487,98 @@ class _PairTable:
             if not len(todo):
                 break
         return out
+
+
+class _PieceTable:
+    """Pieces of up to 15 bytes (as pretokenize.pack_pieces gives them: low, high, mixed) ->
+    their ids, for numpy: an open-addressing table whose values are (start, length) in one
+    growing array of ids. Lookups and inserts take whole arrays of pieces."""
+
+    LIMIT = 1 << 21  # pieces kept before the table starts afresh (memory stays bounded)
+
+    def __init__(self):
+        import numpy as np
+
+        self.ids = np.empty(1 << 16, dtype=np.int64)
+        self.used = 0
+        self._allocate(16)
+
+    def _allocate(self, bits: int) -> None:
+        import numpy as np
+
+        size = 1 << bits
+        self.shift, self.mask = np.uint64(64 - bits), size - 1
+        self.low = np.zeros(size, dtype=np.uint64)
+        self.high = np.zeros(size, dtype=np.uint64)  # 0: an empty slot (a piece's high holds its length)
+        self.start = np.zeros(size, dtype=np.int64)
+        self.length = np.zeros(size, dtype=np.int64)
+        self.count = 0
+
+    def make_room(self, n: int) -> None:
+        """Start afresh if n more pieces could take the table past LIMIT (call before find)."""
+        if self.count + n > self.LIMIT:
+            self.used = 0
+            self._allocate(16)
+
+    def find(self, low, high, mixed):
+        """The slot of each piece, or -1 where the table does not have it."""
+        import numpy as np
+
+        out = np.full(len(low), -1, dtype=np.int64)
+        todo = np.arange(len(low))
+        slots = (mixed >> self.shift).astype(np.int64)
+        while len(todo):
+            found = self.high[slots]
+            hit = (found == high[todo]) & (self.low[slots] == low[todo])
+            out[todo[hit]] = slots[hit]
+            go_on = ~hit & (found != 0)
+            todo, slots = todo[go_on], (slots[go_on] + 1) & self.mask
+        return out
+
+    def insert(self, low, high, mixed, id_tuples: list[tuple[int, ...]]) -> None:
+        """Add pieces the table does not have, with their ids."""
+        import numpy as np
+
+        from .pretokenize import _mix
+
+        if 2 * (self.count + len(low)) > len(self.high):  # keep the load under one half
+            kept = np.flatnonzero(self.high)
+            old = self.low[kept], self.high[kept], self.start[kept], self.length[kept]
+            self._allocate((4 * (self.count + len(low))).bit_length())
+            self._place(old[0], old[1], _mix(old[0] ^ _mix(old[1])), old[2], old[3])
+        sizes = np.fromiter(map(len, id_tuples), dtype=np.int64, count=len(id_tuples))
+        at = self.scratch(np.fromiter(chain.from_iterable(id_tuples), dtype=np.int64, count=int(sizes.sum())))
+        self.used += int(sizes.sum())
+        self._place(low, high, mixed, at + np.cumsum(sizes) - sizes, sizes)
+
+    def scratch(self, flat) -> int:
+        """Write ids after the table's own and return where they start; the next call or insert
+        writes over them."""
+        import numpy as np
+
+        if self.used + len(flat) > len(self.ids):
+            grown = np.empty(2 * (self.used + len(flat)), dtype=np.int64)
+            grown[: self.used] = self.ids[: self.used]
+            self.ids = grown
+        self.ids[self.used : self.used + len(flat)] = flat
+        return self.used
+
+    def _place(self, low, high, mixed, start, length) -> None:
+        import numpy as np
+
+        todo = np.arange(len(low))
+        slots = (mixed >> self.shift).astype(np.int64)
+        while len(todo):  # each round, every free slot takes the first piece that wants it
+            free = self.high[slots] == 0
+            claimed, first = np.unique(slots[free], return_index=True)
+            chosen = np.flatnonzero(free)[first]
+            piece = todo[chosen]
+            self.low[claimed], self.high[claimed] = low[piece], high[piece]
+            self.start[claimed], self.length[claimed] = start[piece], length[piece]
+            rest = np.ones(len(todo), dtype=bool)
+            rest[chosen] = False
+            todo, slots = todo[rest], (slots[rest] + 1) & self.mask
+        self.count += len(low)
 
 
 def _blocks(text: str, size: int = _BULK_BATCH) -> list[str]:

@@ -153,3 +153,13 @@ def test_decode_takes_a_numpy_array_like_a_list(gpt2):
     assert gpt2.decode(np.array(ids, dtype=np.uint16)) == gpt2.decode(ids) == "héllo wörld 😀<|endoftext|>"
     with pytest.raises(BpecliError, match="id 60000 is not in the vocabulary"):
         gpt2.decode(np.array([31373, 60000]))
+
+
+def test_the_piece_table_starting_afresh_changes_no_id(gpt2, tiktoken_gpt2, kernel_docs_sample, monkeypatch):
+    from bpecli.tokenizer import Tokenizer, _PieceTable
+
+    monkeypatch.setattr(_PieceTable, "LIMIT", 3000)  # far fewer pieces than the text has
+    fresh = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
+    documents = kernel_docs_sample[:400_000].split("<|endoftext|>")
+    ids, _ = fresh.encode_documents(documents)
+    assert ids.tolist() == [i for d in tiktoken_gpt2.encode_ordinary_batch(documents) for i in d]
