@@ -248,13 +248,8 @@ def pack_pieces(data: bytes, bounds):
     import numpy as np
 
     starts, sizes = bounds[:-1], np.diff(bounds)
-    words = np.ndarray((len(data) + 9,), dtype="<u8", buffer=data + bytes(16), strides=(1,))
-    masks = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
     packed = np.flatnonzero(sizes <= PACKED_BYTES)
-    size, at = sizes[packed], starts[packed]
-    low_size = np.minimum(size, 8)
-    low = words[at] & masks[low_size]
-    high = (words[at + 8] & masks[size - low_size]) | (size.astype(np.uint64) << np.uint64(56))
+    low, high = pack_spans(data, starts[packed], sizes[packed])
     # one uint64 per piece for numpy to sort; a collision is caught below and settled exactly
     mixed = _mix(low ^ _mix(high))
     first, packed_codes = _group(mixed)
@@ -270,6 +265,19 @@ def pack_pieces(data: bytes, bounds):
         long_codes = [index.setdefault(data[a:b], len(index)) for a, b in zip(starts[long_at].tolist(), bounds[long_at + 1].tolist())]
         codes[long_at] = np.array(long_codes, dtype=np.int64) + len(first)
     return codes, low[first], high[first], mixed[first], list(index)
+
+
+def pack_spans(data: bytes, starts, sizes):
+    """(low, high): the bytes data[start : start + size] (size at most 15) as two uint64: bytes
+    0-7 little-endian in low, bytes 8-14 in high with the size in its top byte."""
+    import numpy as np
+
+    words = np.ndarray((len(data) + 9,), dtype="<u8", buffer=data + bytes(16), strides=(1,))
+    masks = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+    low_size = np.minimum(sizes, 8)
+    low = words[starts] & masks[low_size]
+    high = (words[starts + 8] & masks[sizes - low_size]) | (sizes.astype(np.uint64) << np.uint64(56))
+    return low, high
 
 
 def number_pieces(data: bytes, bounds) -> tuple[list, object]:

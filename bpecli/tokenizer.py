@@ -283,16 +283,46 @@ class Tokenizer:
     @cached_property
     def _pair_table(self) -> _PairTable:
         """For every two tokens whose bytes joined are a token: (left, right) -> the joined
-        token's rank, in a table numpy can look up many pairs in at once."""
+        token's rank, in a table numpy can look up many pairs in at once. Every cut of every
+        token of up to 15 bytes is looked up with numpy; longer tokens in Python."""
+        import numpy as np
+
+        from .pretokenize import PACKED_BYTES, _mix, pack_spans
+
         ranks = self.ranks
         base = max(ranks.values()) + 1
-        found: dict[int, int] = {}
-        for token, rank in ranks.items():
-            for cut in range(1, len(token)):
-                left, right = ranks.get(token[:cut]), ranks.get(token[cut:])
-                if left is not None and right is not None:
-                    found[left * base + right] = rank
-        return _PairTable(found, base)
+        tokens = list(ranks)
+        values = np.fromiter(ranks.values(), dtype=np.int64, count=len(ranks))
+        sizes = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        starts = np.cumsum(sizes) - sizes
+        data = b"".join(tokens)
+        short = np.flatnonzero(sizes <= PACKED_BYTES)
+        known = _PieceTable.of(*pack_spans(data, starts[short], sizes[short]), values[short])
+
+        def rank_of(span_starts, span_sizes):
+            low, high = pack_spans(data, span_starts, span_sizes)
+            slots = known.find(low, high, _mix(low ^ _mix(high)))
+            return np.where(slots >= 0, known.start[slots], -1)
+
+        cut_tokens = short[sizes[short] >= 2]
+        token = np.repeat(cut_tokens, sizes[cut_tokens] - 1)  # one row per cut of each token
+        first_cut = np.cumsum(sizes[cut_tokens] - 1) - (sizes[cut_tokens] - 1)
+        cut = np.arange(len(token)) - np.repeat(first_cut, sizes[cut_tokens] - 1) + 1
+        left = rank_of(starts[token], cut)
+        right = rank_of(starts[token] + cut, sizes[token] - cut)
+        both = (left >= 0) & (right >= 0)
+        keys = [left[both] * base + right[both]]
+        found = [values[token[both]]]
+        extra: dict[int, int] = {}
+        for i in np.flatnonzero(sizes > PACKED_BYTES).tolist():  # the few long tokens
+            whole = tokens[i]
+            for k in range(1, len(whole)):
+                a, b = ranks.get(whole[:k]), ranks.get(whole[k:])
+                if a is not None and b is not None:
+                    extra[a * base + b] = int(values[i])
+        keys.append(np.fromiter(extra, dtype=np.int64, count=len(extra)))
+        found.append(np.fromiter(extra.values(), dtype=np.int64, count=len(extra)))
+        return _PairTable(np.concatenate(keys), np.concatenate(found), base)
 
     def _bpe_batch(self, pieces: list[bytes]) -> list[tuple[int, ...]]:
         """The ids of many pieces, as _encode_piece gives them: a piece that is a token is one;
@@ -443,16 +473,15 @@ class _PairTable:
     """An open-addressing hash table of int64 keys -> int64 values that looks up a whole array
     of keys per probe round (numpy's searchsorted is several times slower at this size)."""
 
-    def __init__(self, items: dict[int, int], base: int):
+    def __init__(self, keys, values, base: int):
+        """keys (distinct int64) -> values; base is what a pair key's left token is multiplied by."""
         import numpy as np
 
         self.base = base
-        size = 1 << max(4, (4 * len(items)).bit_length())  # load factor under a quarter: few probe rounds
+        size = 1 << max(4, (4 * len(keys)).bit_length())  # load factor under a quarter: few probe rounds
         self.mask = size - 1
         self.keys = np.full(size, -1, dtype=np.int64)
         self.values = np.full(size, _NO_RANK, dtype=np.int64)
-        keys = np.fromiter(items, dtype=np.int64, count=len(items))
-        values = np.fromiter(items.values(), dtype=np.int64, count=len(items))
         slots = self._hash(keys)
         self.rounds = 0
         while len(keys):  # each round, every free slot takes the first key that wants it
@@ -513,6 +542,18 @@ class _PieceTable:
         self.start = np.zeros(size, dtype=np.int64)
         self.length = np.zeros(size, dtype=np.int64)
         self.count = 0
+
+    @classmethod
+    def of(cls, low, high, values) -> _PieceTable:
+        """A table of distinct pieces whose value (in start) is values[i]."""
+        import numpy as np
+
+        from .pretokenize import _mix
+
+        table = cls()
+        table._allocate(max(16, (4 * len(low)).bit_length()))
+        table._place(low, high, _mix(low ^ _mix(high)), values, np.ones(len(low), dtype=np.int64))
+        return table
 
     def make_room(self, n: int) -> None:
         """Start afresh if n more pieces could take the table past LIMIT (call before find)."""

@@ -163,3 +163,19 @@ def test_the_piece_table_starting_afresh_changes_no_id(gpt2, tiktoken_gpt2, kern
     documents = kernel_docs_sample[:400_000].split("<|endoftext|>")
     ids, _ = fresh.encode_documents(documents)
     assert ids.tolist() == [i for d in tiktoken_gpt2.encode_ordinary_batch(documents) for i in d]
+
+
+def test_the_pair_table_holds_every_cut_of_every_token(gpt2):
+    """Built with numpy (long tokens in Python); the same as asking the ranks of every cut."""
+    import numpy as np
+
+    ranks, table = gpt2.ranks, gpt2._pair_table
+    expected = {}
+    for token, rank in ranks.items():
+        for cut in range(1, len(token)):
+            left, right = ranks.get(token[:cut]), ranks.get(token[cut:])
+            if left is not None and right is not None:
+                expected[left * table.base + right] = rank
+    keys = np.fromiter(expected, dtype=np.int64)
+    assert table.lookup(keys).tolist() == list(expected.values())
+    assert int((table.keys >= 0).sum()) == len(expected)
