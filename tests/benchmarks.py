@@ -70,18 +70,20 @@ t = time.perf_counter(); ids = enc.encode(text, allowed_special="all"); took = t
 """,
 }
 
-SHARD_JOBS = {
-    "bpecli": """
+SHARD_JOB = """
+import glob
 import numpy as np
 from bpecli import Tokenizer
 from bpecli.shards import write_shards
 tok = Tokenizer.load(GPT2_VOCAB)
 t = time.perf_counter()
-write_shards(tok, [CORPUS], OUT, workers=2, eot=50256, shard_tokens=10_000_000)
+write_shards(tok, [CORPUS], OUT, workers={workers}, eot=50256, shard_tokens=10_000_000)
 took = time.perf_counter() - t
-import glob
 ids = np.concatenate([np.load(f) for f in sorted(glob.glob(OUT + "/shard_*.npy"))]).tolist()
-""",
+"""
+
+SHARD_JOBS = {
+    "bpecli": SHARD_JOB.format(workers=2),
     "tiktoken-2-threads": """
 import tiktoken
 from bpecli.files import load
@@ -93,17 +95,7 @@ batch = enc.encode_ordinary_batch(docs, num_threads=2)
 took = time.perf_counter() - t
 ids = [i for doc in batch for i in doc + [50256]]
 """,
-    "bpecli-1-worker": """
-import numpy as np
-from bpecli import Tokenizer
-from bpecli.shards import write_shards
-tok = Tokenizer.load(GPT2_VOCAB)
-t = time.perf_counter()
-write_shards(tok, [CORPUS], OUT, workers=1, eot=50256, shard_tokens=10_000_000)
-took = time.perf_counter() - t
-import glob
-ids = np.concatenate([np.load(f) for f in sorted(glob.glob(OUT + "/shard_*.npy"))]).tolist()
-""",
+    "bpecli-1-worker": SHARD_JOB.format(workers=1),
 }
 
 COUNT_JOBS = {  # pre-tokenization and counting alone, to see it scale with workers
