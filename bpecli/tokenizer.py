@@ -275,6 +275,12 @@ class Tokenizer:
     def _piece_table(self) -> _PieceTable:
         return _PieceTable()
 
+    def clear_cache(self) -> None:
+        """Forget the ids of every piece encoded so far (the dict and the numpy piece table), so
+        that the next encode is cold, as a fresh process's would be."""
+        self._cache.clear()
+        self.__dict__.pop("_piece_table", None)
+
     def prepare_bulk(self) -> None:
         """Build the tables bulk encoding uses now, e.g. before forking workers that then share them."""
         if self._bulk_split is not None:

@@ -179,3 +179,15 @@ def test_the_pair_table_holds_every_cut_of_every_token(gpt2):
     keys = np.fromiter(expected, dtype=np.int64)
     assert table.lookup(keys).tolist() == list(expected.values())
     assert int((table.keys >= 0).sum()) == len(expected)
+
+
+def test_clear_cache_makes_the_next_encode_cold(gpt2):
+    from bpecli.tokenizer import Tokenizer
+
+    tok = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
+    texts = ["hello world " * 10, "internationalization"]  # a short piece for the table, a long one for the dict
+    first = tok.encode_documents(texts)[0].tolist()
+    assert tok._piece_table.count > 0 and tok._cache
+    tok.clear_cache()
+    assert tok._piece_table.count == 0 and not tok._cache
+    assert tok.encode_documents(texts)[0].tolist() == first
