@@ -8,11 +8,11 @@ import statistics
 import sys
 import time
 from itertools import chain
-from multiprocessing import get_all_start_methods, get_context
 
 from .corpus import read_text
 from .errors import BpecliError
-from .tokenizer import Tokenizer
+from .pretokenize import process_pool
+from .tokenizer import Tokenizer, join_encoded
 
 PEERS = ("tiktoken", "tokenizers")
 
@@ -148,15 +148,10 @@ def _encode_share(documents: list[str]):
 
 def _encode_ours(tok: Tokenizer, documents: list[str], workers: int):
     """(all ids, where each document's ids end), by `workers` processes."""
-    import numpy as np
-
     if workers <= 1:
         return tok.encode_documents(documents, dtype="int64")
     tok.prepare_bulk()
     step = -(-len(documents) // (4 * workers))
     shares = [documents[i : i + step] for i in range(0, len(documents), step)]
-    method = "fork" if "fork" in get_all_start_methods() else "spawn"
-    with get_context(method).Pool(workers, initializer=_init, initargs=(tok,)) as pool:
-        parts = pool.map(_encode_share, shares)
-    shifts = np.cumsum([0] + [len(ids) for ids, _ in parts[:-1]])
-    return np.concatenate([ids for ids, _ in parts]), np.concatenate([ends + shift for (_, ends), shift in zip(parts, shifts)])
+    with process_pool(workers, _init, (tok,)) as pool:
+        return join_encoded(pool.map(_encode_share, shares))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from multiprocessing import get_all_start_methods, get_context
 
 import regex
@@ -114,10 +115,15 @@ def _chunk_counter(workers: int, init_args: tuple):
         _init_worker(*init_args)
         yield lambda chunks: map(_count_chunk, chunks)
         return
-    # fork shares the parent's imported modules for free; spawn where there is no fork.
-    method = "fork" if "fork" in get_all_start_methods() else "spawn"
-    with get_context(method).Pool(workers, initializer=_init_worker, initargs=init_args) as pool:
+    with process_pool(workers, _init_worker, init_args) as pool:
         yield lambda chunks: pool.imap_unordered(_count_chunk, chunks)
+
+
+def process_pool(workers: int, initializer, initargs: tuple):
+    """A pool of worker processes, each set up once by initializer(*initargs). fork shares the
+    parent's imported modules and tables for free; spawn where there is no fork."""
+    method = "fork" if "fork" in get_all_start_methods() else "spawn"
+    return get_context(method).Pool(workers, initializer=initializer, initargs=initargs)
 
 
 # ---- a vectorised GPT-2 pre-tokenizer -----------------------------------------------------------
@@ -159,15 +165,11 @@ def _classes(code_points):
     return table[np.searchsorted(distinct, code_points)]
 
 
+@cache
 def _ascii_classes():
     import numpy as np
 
-    if "ascii" not in _worker_tables:
-        _worker_tables["ascii"] = np.array([_class_of(c) for c in range(128)], dtype=np.uint8)
-    return _worker_tables["ascii"]
-
-
-_worker_tables: dict = {}
+    return np.array([_class_of(c) for c in range(128)], dtype=np.uint8)
 
 
 def gpt2_piece_starts(data: bytes, doc_starts=None):
@@ -251,7 +253,7 @@ def pack_pieces(data: bytes, bounds):
     packed = np.flatnonzero(sizes <= PACKED_BYTES)
     low, high = pack_spans(data, starts[packed], sizes[packed])
     # one uint64 per piece for numpy to sort; a collision is caught below and settled exactly
-    mixed = _mix(low ^ _mix(high))
+    mixed = piece_hash(low, high)
     first, packed_codes = _group(mixed)
     if not ((low[first][packed_codes] == low).all() and (high[first][packed_codes] == high).all()):
         index: dict = {}
@@ -311,6 +313,11 @@ def _group(values):
     groups = np.empty(len(values), dtype=np.int64)
     groups[order] = np.cumsum(new) - 1
     return order[new], groups
+
+
+def piece_hash(low, high):
+    """A uint64 hash of each packed piece (see pack_spans)."""
+    return _mix(low ^ _mix(high))
 
 
 def _mix(x):

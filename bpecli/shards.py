@@ -16,14 +16,13 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 
 import numpy as np
 
 from .corpus import Part, document_parts, read_documents
 from .errors import BpecliError, InputError, OutputError
-from .pretokenize import special_splitter
+from .pretokenize import process_pool, special_splitter
 from .tokenizer import Tokenizer
 
 FORMAT_VERSION = 1
@@ -363,8 +362,7 @@ def _encode_in_order(numbered: Iterator[tuple[int, Part]], workers: int, init_ar
         for index, part in numbered:
             yield index, _encode_part(part)
         return
-    method = "fork" if "fork" in get_all_start_methods() else "spawn"
-    with get_context(method).Pool(workers, initializer=_init_worker, initargs=init_args) as pool:
+    with process_pool(workers, _init_worker, init_args) as pool:
         pending: deque = deque()
         for index, part in numbered:
             pending.append((index, pool.apply_async(_encode_part, (part,))))

@@ -208,23 +208,16 @@ class Tokenizer:
     def _encode_bytes_bulk(self, documents: list[bytes], *, eot: int | None, dtype):
         """encode_documents for the vectorised pre-tokenizer, a batch of about 4 MB at a time
         (arrays that fit the caches are several times faster than one huge batch)."""
-        import numpy as np
-
         from .pretokenize import document_batches
 
         batches = list(document_batches(documents, _BULK_BATCH)) or [[]]
         if len(batches) == 1:
             return self._encode_batch_bulk(batches[0], eot=eot, dtype=dtype)
-        results = [self._encode_batch_bulk(b, eot=eot, dtype=dtype) for b in batches]
-        shifts = np.cumsum([0] + [len(ids) for ids, _ in results[:-1]])
-        return (
-            np.concatenate([ids for ids, _ in results]),
-            np.concatenate([ends + shift for (_, ends), shift in zip(results, shifts)]),
-        )
+        return join_encoded([self._encode_batch_bulk(b, eot=eot, dtype=dtype) for b in batches])
 
     def _encode_batch_bulk(self, documents: list[bytes], *, eot: int | None, dtype):
-        """BPE once per distinct piece, the ids put together with numpy. Pieces of up to 7 bytes
-        are keyed by an integer that packs their bytes and length; longer ones by their bytes."""
+        """BPE once per distinct piece, the ids put together with numpy. Pieces of up to 15
+        bytes are found in the numpy piece table; longer ones in the dict cache, by their bytes."""
         import numpy as np
 
         from .pretokenize import pack_pieces, piece_of_name
@@ -293,7 +286,7 @@ class Tokenizer:
         token of up to 15 bytes is looked up with numpy; longer tokens in Python."""
         import numpy as np
 
-        from .pretokenize import PACKED_BYTES, _mix, pack_spans
+        from .pretokenize import PACKED_BYTES, pack_spans, piece_hash
 
         ranks = self.ranks
         base = max(ranks.values()) + 1
@@ -307,7 +300,7 @@ class Tokenizer:
 
         def rank_of(span_starts, span_sizes):
             low, high = pack_spans(data, span_starts, span_sizes)
-            slots = known.find(low, high, _mix(low ^ _mix(high)))
+            slots = known.find(low, high, piece_hash(low, high))
             return np.where(slots >= 0, known.start[slots], -1)
 
         cut_tokens = short[sizes[short] >= 2]
@@ -554,11 +547,11 @@ class _PieceTable:
         """A table of distinct pieces whose value (in start) is values[i]."""
         import numpy as np
 
-        from .pretokenize import _mix
+        from .pretokenize import piece_hash
 
         table = cls()
         table._allocate(max(16, (4 * len(low)).bit_length()))
-        table._place(low, high, _mix(low ^ _mix(high)), values, np.ones(len(low), dtype=np.int64))
+        table._place(low, high, piece_hash(low, high), values, np.ones(len(low), dtype=np.int64))
         return table
 
     def make_room(self, n: int) -> None:
@@ -586,13 +579,13 @@ class _PieceTable:
         """Add pieces the table does not have, with their ids."""
         import numpy as np
 
-        from .pretokenize import _mix
+        from .pretokenize import piece_hash
 
         if 2 * (self.count + len(low)) > len(self.high):  # keep the load under one half
             kept = np.flatnonzero(self.high)
             old = self.low[kept], self.high[kept], self.start[kept], self.length[kept]
             self._allocate((4 * (self.count + len(low))).bit_length())
-            self._place(old[0], old[1], _mix(old[0] ^ _mix(old[1])), old[2], old[3])
+            self._place(old[0], old[1], piece_hash(old[0], old[1]), old[2], old[3])
         sizes = np.fromiter(map(len, id_tuples), dtype=np.int64, count=len(id_tuples))
         at = self.scratch(np.fromiter(chain.from_iterable(id_tuples), dtype=np.int64, count=int(sizes.sum())))
         self.used += int(sizes.sum())
@@ -626,6 +619,20 @@ class _PieceTable:
             rest[chosen] = False
             todo, slots = todo[rest], (slots[rest] + 1) & self.mask
         self.count += len(low)
+
+
+def join_encoded(results: list[tuple]):
+    """encode_documents results of consecutive batches as one (ids, document ends).
+
+    Example: [([1, 2], [2]), ([3], [1])] -> ([1, 2, 3], [2, 3])
+    """
+    import numpy as np
+
+    shifts = np.cumsum([0] + [len(ids) for ids, _ in results[:-1]])
+    return (
+        np.concatenate([ids for ids, _ in results]),
+        np.concatenate([ends + shift for (_, ends), shift in zip(results, shifts)]),
+    )
 
 
 def _blocks(text: str, size: int = _BULK_BATCH) -> list[str]:
