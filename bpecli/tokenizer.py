@@ -469,52 +469,24 @@ _FEW_PIECES = 64
 
 
 class _PairTable:
-    """An open-addressing hash table of int64 keys -> int64 values that looks up a whole array
-    of keys per probe round (numpy's searchsorted is several times slower at this size)."""
+    """Pair keys (left * base + right) -> the rank of the joined token, kept in a _PieceTable
+    (the key as a piece's low word, a high word of 1) so that numpy looks up many at once."""
 
     def __init__(self, keys, values, base: int):
-        """keys (distinct int64) -> values; base is what a pair key's left token is multiplied by."""
         import numpy as np
 
         self.base = base
-        size = 1 << max(4, (4 * len(keys)).bit_length())  # load factor under a quarter: few probe rounds
-        self.mask = size - 1
-        self.keys = np.full(size, -1, dtype=np.int64)
-        self.values = np.full(size, _NO_RANK, dtype=np.int64)
-        slots = self._hash(keys)
-        self.rounds = 0
-        while len(keys):  # each round, every free slot takes the first key that wants it
-            self.rounds += 1
-            free = self.keys[slots] == -1
-            claimed, first = np.unique(slots[free], return_index=True)
-            chosen = np.flatnonzero(free)[first]
-            self.keys[claimed], self.values[claimed] = keys[chosen], values[chosen]
-            rest = np.ones(len(keys), dtype=bool)
-            rest[chosen] = False
-            keys, values, slots = keys[rest], values[rest], (slots[rest] + 1) & self.mask
-
-    def _hash(self, keys):
-        import numpy as np
-
-        mixed = keys.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-        return (mixed >> np.uint64(64 - self.mask.bit_length())).astype(np.int64)
+        self.table = _PieceTable.of(keys.astype(np.uint64), np.ones(len(keys), dtype=np.uint64), values)
 
     def lookup(self, wanted):
         """The value of each key in wanted; _NO_RANK for a key that is not in the table."""
         import numpy as np
 
-        out = np.full(len(wanted), _NO_RANK, dtype=np.int64)
-        todo = np.arange(len(wanted))
-        slots = self._hash(wanted)
-        for _ in range(self.rounds):  # no key sits further than `rounds` slots from its hash
-            found = self.keys[slots]
-            hit = found == wanted[todo]
-            out[todo[hit]] = self.values[slots[hit]]
-            go_on = ~hit & (found != -1)
-            todo, slots = todo[go_on], (slots[go_on] + 1) & self.mask
-            if not len(todo):
-                break
-        return out
+        from .pretokenize import piece_hash
+
+        low, high = wanted.astype(np.uint64), np.ones(len(wanted), dtype=np.uint64)
+        slots = self.table.find(low, high, piece_hash(low, high))
+        return np.where(slots >= 0, self.table.start[slots], _NO_RANK)
 
 
 class _PieceTable:
