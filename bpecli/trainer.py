@@ -1,4 +1,4 @@
-"""Pre-token counts -> merges: word table, pair counts, pair -> words index, lazy max-heap."""
+"""Pre-token counts -> merges: linked symbols, pair counts, token -> positions index, lazy max-heap."""
 
 from __future__ import annotations
 
@@ -156,6 +156,18 @@ def _add_pairs(keys, weights, pair_counts: dict[int, int]) -> list[int]:
     """Add the pairs keys (with their words' weights) to the counts; the distinct keys."""
     if not len(keys):
         return []
+    keys, totals = _sum_by_key(keys, weights)
+    distinct = keys.tolist()
+    for k, n in zip(distinct, totals.tolist()):
+        pair_counts[k] = pair_counts.get(k, 0) + n
+    return distinct
+
+
+def _sum_by_key(keys, weights):
+    """(the distinct keys, sorted; the sum of the weights of each).
+
+    Example: keys [5, 3, 5], weights [1, 2, 3] -> ([3, 5], [2, 4])
+    """
     if keys.max() < 1 << 31:  # key and index share one int64: a plain sort, faster than argsort
         packed = (keys << 32) | np.arange(len(keys), dtype=np.int64)
         packed.sort()
@@ -164,10 +176,7 @@ def _add_pairs(keys, weights, pair_counts: dict[int, int]) -> list[int]:
         order = np.argsort(keys)
         keys = keys[order]
     first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    distinct = keys[first].tolist()
-    for k, n in zip(distinct, np.add.reduceat(weights[order], first).tolist()):
-        pair_counts[k] = pair_counts.get(k, 0) + n
-    return distinct
+    return keys[first], np.add.reduceat(weights[order], first)
 
 
 def _candidates(where: list, a: int, b: int, symbols, prv):
@@ -184,10 +193,7 @@ def _candidates(where: list, a: int, b: int, symbols, prv):
 
 def _subtract_pairs(keys, weights, pair_counts: dict[int, int]) -> None:
     if len(keys) > 32:  # many occurrences of few pairs: sum them per pair first
-        order = np.argsort(keys)
-        keys, weights = keys[order], weights[order]
-        first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-        keys, weights = keys[first], np.add.reduceat(weights, first)
+        keys, weights = _sum_by_key(keys, weights)
     for k, n in zip(keys.tolist(), weights.tolist()):
         pair_counts[k] -= n
 
