@@ -102,16 +102,14 @@ def train(
 ) -> None:
     """Train a byte-level BPE tokenizer and write vocab.json, merges.txt, tokenizer.json,
     tokenizer.tiktoken and bpecli.json into --out."""
-    from .corpus import spool_stdin
+    from .corpus import stdin_spooled
     from .trainer import train as train_tokenizer
 
     if out.exists() and not force:
         raise BpecliError(f"{out} exists already; use --force to replace it")
-    spooled = [spool_stdin() if name == "-" else None for name in inputs]
-    try:
-        paths = [s or name for s, name in zip(spooled, inputs)]
+    with stdin_spooled(inputs) as pairs:
         tokenizer = train_tokenizer(
-            paths,
+            [path for path, _ in pairs],
             vocab_size=vocab_size,
             special_tokens=special,
             pattern=pattern,
@@ -120,9 +118,6 @@ def train(
             errors=errors.value,
             progress=_show_progress(quiet),
         )
-    finally:
-        for name in filter(None, spooled):
-            os.unlink(name)
     tokenizer.save(out, force=force)
     if not quiet:
         typer.echo(f"trained {tokenizer.vocab_size} tokens ({len(tokenizer.merges)} merges) into {out}", err=True)
@@ -176,22 +171,17 @@ def encode(
 def _encode_to_shards(tok, inputs, out, shard_tokens, workers, eot, text_column, dtype, errors, force, quiet) -> None:
     from tqdm import tqdm
 
-    from .corpus import spool_stdin
+    from .corpus import stdin_spooled
     from .shards import resolve_eot, write_shards
 
     eot_id = resolve_eot(tok, eot)
-    spooled = {name: spool_stdin() for name in inputs if name == "-"}
-    try:
-        pairs = [(spooled.get(name, name), "<stdin>" if name == "-" else name) for name in inputs]
+    with stdin_spooled(inputs) as pairs:
         sizes = [os.path.getsize(p) for p, _ in pairs if os.path.isfile(p)]
         with tqdm(total=sum(sizes), unit="B", unit_scale=True, desc="encoding", disable=not _show_progress(quiet)) as bar:
             run = write_shards(
                 tok, pairs, out, shard_tokens=shard_tokens, workers=workers, eot=eot_id, text_column=text_column,
                 dtype=dtype.value, errors=errors.value, force=force, progress=bar,
             )
-    finally:
-        for name in spooled.values():
-            os.unlink(name)
     m = run.manifest
     if quiet:
         return

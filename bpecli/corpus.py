@@ -8,6 +8,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,18 @@ def spool_stdin(directory: str | None = None) -> str:
     with os.fdopen(fd, "wb") as out:
         shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
     return name
+
+
+@contextmanager
+def stdin_spooled(names: list[str]):
+    """(path, label) for each input name, "-" (stdin) copied to a temporary file first and
+    removed afterwards, so that every input can be mapped like a file."""
+    spooled = {name: spool_stdin() for name in names if name == "-"}
+    try:
+        yield [(spooled.get(name, name), "<stdin>" if name == "-" else name) for name in names]
+    finally:
+        for path in spooled.values():
+            os.unlink(path)
 
 
 def chunk_boundaries(data: mmap.mmap | bytes, n_chunks: int, split_tokens: list[bytes]) -> list[int]:

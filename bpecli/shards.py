@@ -239,6 +239,7 @@ class _ShardWriter:
         self.settings = settings
         self.dtype = np.dtype(settings["dtype"]).newbyteorder("<")
         self.shard_tokens = settings["shard_tokens"]
+        self.full_header = _npy_header(settings["dtype"], self.shard_tokens)  # a full shard's
         self.shards = list(kept)
         self.total_tokens = sum(s["tokens"] for s in kept)
         self.file = None
@@ -256,7 +257,7 @@ class _ShardWriter:
         while position < len(ids):
             if self.file is None:
                 self.file = self._guarded(open, self.temporary, "wb")
-                self._guarded(self.file.write, _npy_header(self.settings["dtype"], self.shard_tokens))
+                self._guarded(self.file.write, self.full_header)
             take = min(len(ids) - position, self.shard_tokens - self.count)
             self._guarded(self.file.write, ids[position : position + take].astype(self.dtype, copy=False).tobytes())
             self.documents += int(np.searchsorted(doc_ends, position + take, "right") - np.searchsorted(doc_ends, position, "right"))
@@ -293,12 +294,12 @@ class _ShardWriter:
         file, temporary = self.file, self.temporary
         if self.count != self.shard_tokens:  # the last shard: its header names its real length
             header = _npy_header(self.settings["dtype"], self.count)
-            if len(header) == len(_npy_header(self.settings["dtype"], self.shard_tokens)):
+            if len(header) == len(self.full_header):
                 file.seek(0)
                 self._guarded(file.write, header)
             else:
                 file.close()
-                data = temporary.read_bytes()[len(_npy_header(self.settings["dtype"], self.shard_tokens)) :]
+                data = temporary.read_bytes()[len(self.full_header) :]
                 file = self._guarded(open, temporary, "wb")
                 self._guarded(file.write, header + data)
         self._guarded(file.flush)
