@@ -113,9 +113,11 @@ def _flatten(id_lists: list[list[int]]):
 
 
 def _split(tok: Tokenizer, text: str) -> list[str]:
+    """The documents of a text input, as encode --out cuts them."""
     from .pretokenize import special_splitter, split_documents
+    from .shards import document_separators
 
-    return split_documents(text, special_splitter(set(tok.special_tokens) | {"<|endoftext|>"}))
+    return split_documents(text, special_splitter(document_separators(tok)))
 
 
 def _compare(ours: tuple, theirs: tuple) -> tuple[bool, dict | None]:

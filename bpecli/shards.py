@@ -65,6 +65,12 @@ def resolve_eot(tokenizer: Tokenizer, eot: str | None) -> int | None:
     raise BpecliError(f"--eot {eot!r} is neither a special token of this tokenizer ({known}) nor an id in it")
 
 
+def document_separators(tokenizer: Tokenizer) -> list[str]:
+    """What ends a document in a text input: any special token of the tokenizer, and
+    <|endoftext|> even when the tokenizer does not register it."""
+    return sorted(set(tokenizer.special_tokens) | {DEFAULT_EOT})
+
+
 def resolve_dtype(tokenizer: Tokenizer, dtype: str = "auto") -> str:
     """uint16 when every id fits, else uint32; a dtype asked for must hold every id."""
     top = max(tokenizer.decoder)
@@ -107,7 +113,7 @@ def write_shards(
         return ShardRun(out, found, "complete")
     kept = found
 
-    separators = sorted(set(tokenizer.special_tokens) | {DEFAULT_EOT})
+    separators = document_separators(tokenizer)
     parts = document_parts(pairs, separators=separators, text_column=text_column)
     init_args = (tokenizer, eot, settings["dtype"], separators, text_column, errors)
     tokenizer.prepare_bulk()
