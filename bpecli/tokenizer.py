@@ -225,7 +225,7 @@ class Tokenizer:
         data = b"".join(documents)
         lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
         doc_starts = np.cumsum(lengths) - lengths
-        bounds = self._bulk_split(data, doc_starts)
+        bounds = self._split_apart(data, self._bulk_split(data, doc_starts))
         starts = bounds[:-1]
         # 1. a code for every piece, the same for equal pieces
         codes, low, high, mixed, long_pieces = pack_pieces(data, bounds)
@@ -265,6 +265,40 @@ class Tokenizer:
         return ids.astype(dtype), ends
 
     @cached_property
+    def _inner_byte_pairs(self):
+        """For every two bytes a, b: whether some token holds b right after a (65,536 flags)."""
+        import numpy as np
+
+        data = np.frombuffer(b"".join(self.ranks), dtype=np.uint8).astype(np.int64)
+        sizes = np.fromiter(map(len, self.ranks), dtype=np.int64, count=len(self.ranks))
+        inner = np.ones(len(data) - 1, dtype=bool)
+        inner[np.cumsum(sizes)[:-1] - 1] = False  # a token's last byte and the next token's first
+        flags = np.zeros(1 << 16, dtype=bool)
+        flags[(data[:-1] << 8 | data[1:])[inner]] = True
+        return flags
+
+    def _split_apart(self, data: bytes, bounds):
+        """bounds with a cut added wherever no token holds the two bytes on either side: BPE never
+        merges across such a cut, so the two sides encode alone to the same ids as together, and
+        the short parts repeat far more often than whole pieces (a run of CJK characters is one
+        GPT-2 piece; most of its character edges are such cuts). Only edges next to non-ASCII
+        bytes are looked at: between ASCII bytes the cut is rare and looking costs time."""
+        import numpy as np
+
+        text = np.frombuffer(data, dtype=np.uint8)
+        if len(text) < 2:
+            return bounds
+        after, before = text[1:], text[:-1]
+        at = np.flatnonzero((after >= 0xC0) | ((after < 0x80) & (before >= 0x80))) + 1
+        at = at[~self._inner_byte_pairs[text[at - 1].astype(np.int64) << 8 | text[at]]]
+        if not len(at):
+            return bounds
+        is_bound = np.zeros(len(text) + 1, dtype=bool)
+        is_bound[bounds] = True
+        is_bound[at] = True
+        return np.flatnonzero(is_bound)
+
+    @cached_property
     def _piece_table(self) -> _PieceTable:
         return _PieceTable()
 
@@ -277,7 +311,7 @@ class Tokenizer:
     def prepare_bulk(self) -> None:
         """Build the tables bulk encoding uses now, e.g. before forking workers that then share them."""
         if self._bulk_split is not None:
-            self._pair_table
+            self._pair_table, self._inner_byte_pairs
 
     @cached_property
     def _pair_table(self) -> _PairTable:

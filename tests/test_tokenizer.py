@@ -1,5 +1,7 @@
 """Encode and decode, id for id against tiktoken built from the same ranks."""
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -191,3 +193,32 @@ def test_clear_cache_makes_the_next_encode_cold(gpt2):
     tok.clear_cache()
     assert tok._piece_table.count == 0 and not tok._cache
     assert tok.encode_documents(texts)[0].tolist() == first
+
+
+def _tokens_across_characters(tok) -> list[str]:
+    """GPT-2 tokens that hold a non-ASCII character and another (ドラゴン, ' Pokémon', 'ón')."""
+    texts = []
+    for token in tok.ranks:
+        try:
+            text = token.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if len(text) >= 2 and any(ord(c) > 127 for c in text):
+            texts.append(text)
+    return texts
+
+
+def test_cuts_where_no_token_spans_change_no_id(gpt2, tiktoken_gpt2):
+    """encode_documents cuts pieces where no token holds the two bytes on either side; runs of
+    CJK and accented letters around tokens that do span characters still get tiktoken's ids."""
+    fragments = _tokens_across_characters(gpt2) + list("日本語のテキストと中文文本系统管理员éñü한국어") + ["CPU", " the", "s", "'"]
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.lists(st.sampled_from(fragments), max_size=30).map("".join), min_size=1, max_size=8))
+    def check(documents):
+        ids, ends = gpt2.encode_documents(documents)
+        expected = tiktoken_gpt2.encode_ordinary_batch(documents)
+        assert ids.tolist() == [i for d in expected for i in d]
+        assert ends.tolist() == list(itertools.accumulate(map(len, expected)))
+
+    check()
