@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -123,7 +124,25 @@ def process_pool(workers: int, initializer, initargs: tuple):
     """A pool of worker processes, each set up once by initializer(*initargs). fork shares the
     parent's imported modules and tables for free; spawn where there is no fork."""
     method = "fork" if "fork" in get_all_start_methods() else "spawn"
-    return get_context(method).Pool(workers, initializer=initializer, initargs=initargs)
+    return get_context(method).Pool(workers, initializer=_start_worker, initargs=(initializer, initargs))
+
+
+def _start_worker(initializer, initargs: tuple) -> None:
+    keep_freed_memory()
+    initializer(*initargs)
+
+
+def keep_freed_memory() -> None:
+    """Have glibc's malloc keep the memory numpy frees for its next arrays. Bulk encoding makes
+    and drops arrays of several MB for every batch; by default malloc hands them back to the kernel,
+    and every fresh page costs a fault: about a fifth of encode time, measured. The process keeps
+    its high-water mark of memory instead. Nothing happens where malloc is not glibc's."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: blocks up to 32 MB (its most) come from the heap...
+    mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: ...and up to 1 GB of it stays when freed
 
 
 # ---- a vectorised GPT-2 pre-tokenizer -----------------------------------------------------------
