@@ -220,7 +220,7 @@ class Tokenizer:
         bytes are found in the numpy piece table; longer ones in the dict cache, by their bytes."""
         import numpy as np
 
-        from .pretokenize import pack_pieces, piece_of_name
+        from .pretokenize import pack_pieces
 
         data = b"".join(documents)
         lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
@@ -236,9 +236,8 @@ class Tokenizer:
         slots = table.find(low, high, mixed)
         missing = np.flatnonzero(slots < 0)
         if len(missing):
-            names = zip(low[missing].tolist(), high[missing].tolist())
-            table.insert(low[missing], high[missing], mixed[missing], self._bpe_batch([piece_of_name(lo | (hi << 64)) for lo, hi in names]))
-            slots = table.find(low, high, mixed)
+            table.insert(low[missing], high[missing], mixed[missing], *self._bpe_packed(low[missing], high[missing]))
+            slots = table.find(low, high, mixed)  # all again: inserting may have moved them
         cache = self._cache
         if len(cache) > _CACHE_LIMIT:
             cache.clear()
@@ -311,7 +310,27 @@ class Tokenizer:
     def prepare_bulk(self) -> None:
         """Build the tables bulk encoding uses now, e.g. before forking workers that then share them."""
         if self._bulk_split is not None:
-            self._pair_table, self._inner_byte_pairs
+            self._pair_table, self._inner_byte_pairs, self._byte_ids
+
+    @cached_property
+    def _short_tokens(self) -> _PieceTable:
+        """Every token of up to 15 bytes, packed as pretokenize.pack_spans does -> its rank (in start)."""
+        import numpy as np
+
+        from .pretokenize import PACKED_BYTES, pack_spans
+
+        sizes = np.fromiter(map(len, self.ranks), dtype=np.int64, count=len(self.ranks))
+        values = np.fromiter(self.ranks.values(), dtype=np.int64, count=len(self.ranks))
+        short = np.flatnonzero(sizes <= PACKED_BYTES)
+        starts = np.cumsum(sizes) - sizes
+        return _PieceTable.of(*pack_spans(b"".join(self.ranks), starts[short], sizes[short]), values[short])
+
+    @cached_property
+    def _byte_ids(self):
+        """The id of each of the 256 one-byte tokens, by byte."""
+        import numpy as np
+
+        return np.array([self.ranks[t] for t in _BYTE_TOKENS], dtype=np.int64)
 
     @cached_property
     def _pair_table(self) -> _PairTable:
@@ -330,7 +349,7 @@ class Tokenizer:
         starts = np.cumsum(sizes) - sizes
         data = b"".join(tokens)
         short = np.flatnonzero(sizes <= PACKED_BYTES)
-        known = _PieceTable.of(*pack_spans(data, starts[short], sizes[short]), values[short])
+        known = self._short_tokens
 
         def rank_of(span_starts, span_sizes):
             low, high = pack_spans(data, span_starts, span_sizes)
@@ -359,39 +378,82 @@ class Tokenizer:
 
     def _bpe_batch(self, pieces: list[bytes]) -> list[tuple[int, ...]]:
         """The ids of many pieces, as _encode_piece gives them: a piece that is a token is one;
-        the others merge in numpy rounds (_bpe_rounds), grouped by length so that a few long
-        pieces do not keep all the short ones' rounds going; the longest go to the heap."""
-        import numpy as np
-
-        results: list = [(rank,) if rank is not None else None for rank in map(self.ranks.get, pieces)]
-        sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-        sizes[[i for i, r in enumerate(results) if r is not None]] = 0  # done already
-        for i in np.flatnonzero(sizes > 1024).tolist():
-            results[i] = self._encode_piece(pieces[i])
-        for low, high in ((2, 16), (17, 31), (32, 63), (64, 127), (128, 255), (256, 511), (512, 1024)):
-            members = np.flatnonzero((sizes >= low) & (sizes <= high)).tolist()
-            for i, ids in zip(members, self._bpe_rounds([pieces[i] for i in members])):
-                results[i] = ids
-        return results
-
-    def _bpe_rounds(self, pieces: list[bytes]) -> list[tuple[int, ...]]:
-        """The ids of many pieces at once, with _merge_parts's result: each round merges, in every
-        piece still merging, its lowest-rank pair (the leftmost of equals), all with numpy. There
-        are as many rounds as the longest piece needs merges.
+        the others merge with numpy (_bpe_spans).
 
         Example (GPT-2): [b" tokenizer", b"ingly"] -> [(11241, 7509), (4420,)]
         """
         import numpy as np
 
-        results: list = [None] * len(pieces)
-        if not pieces:
-            return results
+        results: list = [(rank,) if rank is not None else None for rank in map(self.ranks.get, pieces)]
+        todo = [i for i, found in enumerate(results) if found is None]
+        sizes = np.fromiter((len(pieces[i]) for i in todo), dtype=np.int64, count=len(todo))
+        text = np.frombuffer(b"".join(pieces[i] for i in todo), dtype=np.uint8)
+        ids, counts = self._bpe_spans(text, np.cumsum(sizes) - sizes, sizes)
+        flat, at = ids.tolist(), 0
+        for i, count in zip(todo, counts.tolist()):
+            results[i] = tuple(flat[at : at + count])
+            at += count
+        return results
+
+    def _bpe_packed(self, low, high):
+        """(ids, counts): the ids of packed pieces of up to 15 bytes (see pretokenize.pack_spans),
+        one after another, and how many each piece has; all in numpy, the pieces never becoming
+        bytes objects. A piece that is a token is that token."""
+        import numpy as np
+
+        from .pretokenize import piece_hash
+
+        tokens = self._short_tokens
+        slots = tokens.find(low, high, piece_hash(low, high))
+        is_token = slots >= 0
+        sizes = (high >> np.uint64(56)).astype(np.int64)
+        text = np.stack([low, high], axis=1).view(np.uint8).ravel()  # row i: piece i's bytes
+        merged = np.flatnonzero(~is_token)
+        merged_ids, merged_counts = self._bpe_spans(text, merged * 16, sizes[merged])
+        counts = np.ones(len(low), dtype=np.int64)
+        counts[merged] = merged_counts
+        ids = np.empty(int(counts.sum()), dtype=np.int64)
+        starts = np.cumsum(counts) - counts
+        ids[starts[is_token]] = tokens.start[slots[is_token]]
+        ids[_spread(starts[merged], merged_counts)] = merged_ids
+        return ids, counts
+
+    def _bpe_spans(self, text, starts, sizes):
+        """(ids, counts) of the pieces text[start : start + size] (none of them a token, so each
+        at least 2 bytes) merged as _merge_parts does. They merge in numpy rounds (_bpe_rounds),
+        grouped by length so that a few long pieces do not keep all the short ones' rounds going;
+        the longest go to the heap."""
+        import numpy as np
+
+        counts = np.zeros(len(sizes), dtype=np.int64)
+        found = []
+        for low, high in ((2, 16), (17, 31), (32, 63), (64, 127), (128, 255), (256, 511), (512, 1024)):
+            members = np.flatnonzero((sizes >= low) & (sizes <= high))
+            if len(members):
+                symbols = self._byte_ids[text[_spread(starts[members], sizes[members])]]
+                ids, counts[members] = self._bpe_rounds(symbols, sizes[members])
+                found.append((members, ids))
+        for i in np.flatnonzero(sizes > 1024).tolist():
+            ids = self._encode_piece(text[starts[i] : starts[i] + sizes[i]].tobytes())
+            counts[i] = len(ids)
+            found.append((np.array([i]), np.array(ids, dtype=np.int64)))
+        out = np.empty(int(counts.sum()), dtype=np.int64)
+        out_starts = np.cumsum(counts) - counts
+        for members, ids in found:
+            out[_spread(out_starts[members], counts[members])] = ids
+        return out, counts
+
+    def _bpe_rounds(self, symbols, sizes):
+        """(ids, counts): many pieces (symbols: their bytes' ids, one piece after another; sizes:
+        how many each has) merged at once with _merge_parts's result. Each round merges, in every
+        piece still merging, its lowest-rank pair (the leftmost of equals), all with numpy; there
+        are as many rounds as the longest piece needs merges.
+        """
+        import numpy as np
+
         pairs = self._pair_table
         base, none = pairs.base, np.int64(_NO_RANK)
-        byte_ids = np.array([self.ranks[t] for t in _BYTE_TOKENS], dtype=np.int64)
-        sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-        symbols = byte_ids[np.frombuffer(b"".join(pieces), dtype=np.uint8)]
-        owner = np.repeat(np.arange(len(pieces)), sizes)  # the piece of each symbol, ascending
+        owner = np.repeat(np.arange(len(sizes)), sizes)  # the piece of each symbol, ascending
         first = np.ones(len(symbols), dtype=bool)  # the symbol starts its piece
         first[1:] = owner[1:] != owner[:-1]
         # the rank of each symbol's pair with the next one in its piece (none at a piece's end);
@@ -399,22 +461,23 @@ class Tokenizer:
         pair_rank = np.full(len(symbols), none, dtype=np.int64)
         inner = np.flatnonzero(~first[1:])
         pair_rank[inner] = pairs.lookup(symbols[inner] * base + symbols[inner + 1])
+        done_symbols, done_owners = [], []
         while len(symbols):
             best = np.minimum.reduceat(pair_rank, np.flatnonzero(first))
             finished = best == none
             if finished.any():  # pieces with nothing left to merge are done
                 finished_symbols = finished[np.cumsum(first) - 1]
-                done_symbols, done_owner = symbols[finished_symbols].tolist(), owner[finished_symbols]
-                edges = np.flatnonzero(np.diff(done_owner)) + 1
-                bounds = [0, *edges.tolist(), len(done_symbols)]
-                for piece, a, b in zip(done_owner[bounds[:-1]].tolist(), bounds, bounds[1:]):
-                    results[piece] = tuple(done_symbols[a:b])
+                done_symbols.append(symbols[finished_symbols])
+                done_owners.append(owner[finished_symbols])
                 keep = ~finished_symbols
                 symbols, owner, pair_rank, first = symbols[keep], owner[keep], pair_rank[keep], first[keep]
                 best = best[~finished]
             if len(best) <= _FEW_PIECES:  # a round's numpy calls cost more than a few pieces in Python
+                decoder = self.decoder
                 for piece in np.unique(owner).tolist():
-                    results[piece] = self._encode_piece(pieces[piece])
+                    ids = self._encode_piece(b"".join(map(decoder.__getitem__, symbols[owner == piece].tolist())))
+                    done_symbols.append(np.array(ids, dtype=np.int64))
+                    done_owners.append(np.full(len(ids), piece))
                 break
             # merge the leftmost lowest-rank pair of every piece: the left symbol becomes the
             # joined token (its id is its rank), the right one goes
@@ -436,7 +499,9 @@ class Tokenizer:
             pair_rank[at] = none
             touched = np.concatenate([at[has_next], at[has_prev] - 1])
             pair_rank[touched] = pairs.lookup(symbols[touched] * base + symbols[touched + 1])
-        return results
+        owners = np.concatenate([np.zeros(0, dtype=np.int64), *done_owners])
+        order = np.argsort(owners, kind="stable")  # piece by piece, each in its own order
+        return np.concatenate([np.zeros(0, dtype=np.int64), *done_symbols])[order], np.bincount(owners, minlength=len(sizes))
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The bytes of ids (a list, or a numpy array such as a shard); an id outside the
@@ -581,8 +646,9 @@ class _PieceTable:
             todo, slots = todo[go_on], (slots[go_on] + 1) & self.mask
         return out
 
-    def insert(self, low, high, mixed, id_tuples: list[tuple[int, ...]]) -> None:
-        """Add pieces the table does not have, with their ids."""
+    def insert(self, low, high, mixed, ids, counts) -> None:
+        """Add pieces the table does not have, with their ids (one piece's after another's;
+        counts: how many each has)."""
         import numpy as np
 
         from .pretokenize import piece_hash
@@ -592,10 +658,9 @@ class _PieceTable:
             old = self.low[kept], self.high[kept], self.start[kept], self.length[kept]
             self._allocate((4 * (self.count + len(low))).bit_length())
             self._place(old[0], old[1], piece_hash(old[0], old[1]), old[2], old[3])
-        sizes = np.fromiter(map(len, id_tuples), dtype=np.int64, count=len(id_tuples))
-        at = self.scratch(np.fromiter(chain.from_iterable(id_tuples), dtype=np.int64, count=int(sizes.sum())))
-        self.used += int(sizes.sum())
-        self._place(low, high, mixed, at + np.cumsum(sizes) - sizes, sizes)
+        at = self.scratch(ids)
+        self.used += len(ids)
+        self._place(low, high, mixed, at + np.cumsum(counts) - counts, counts)
 
     def scratch(self, flat) -> int:
         """Write ids after the table's own and return where they start; the next call or insert
@@ -625,6 +690,17 @@ class _PieceTable:
             rest[chosen] = False
             todo, slots = todo[rest], (slots[rest] + 1) & self.mask
         self.count += len(low)
+
+
+def _spread(starts, sizes):
+    """Every position of the spans [start, start + size), one span after another.
+
+    Example: [10, 3], [2, 3] -> [10, 11, 3, 4, 5]
+    """
+    import numpy as np
+
+    total = int(sizes.sum())
+    return np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(total)
 
 
 def join_encoded(results: list[tuple]):

@@ -167,6 +167,20 @@ def test_the_piece_table_starting_afresh_changes_no_id(gpt2, tiktoken_gpt2, kern
     assert ids.tolist() == [i for d in tiktoken_gpt2.encode_ordinary_batch(documents) for i in d]
 
 
+def test_the_piece_table_growing_while_it_has_pieces_changes_no_id(gpt2, tiktoken_gpt2, kernel_docs_sample):
+    """The second batch finds some pieces in the table and adds so many others that it grows."""
+    from bpecli.tokenizer import Tokenizer
+
+    fresh = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
+    documents = kernel_docs_sample[:300_000].split("<|endoftext|>")
+    made_up = " ".join("".join(letters) for letters in itertools.islice(itertools.product("etaoinshrd", repeat=5), 40_000))
+    for batch in (documents[:3], documents[3:] + [made_up]):
+        size = fresh._piece_table.count
+        ids, _ = fresh.encode_documents(batch)
+        assert ids.tolist() == [i for d in tiktoken_gpt2.encode_ordinary_batch(batch) for i in d]
+    assert size > 0 and len(fresh._piece_table.high) > 1 << 16  # it had pieces, and it grew
+
+
 def test_the_pair_table_holds_every_cut_of_every_token(gpt2):
     """Built with numpy (long tokens in Python); the same as asking the ranks of every cut."""
     import numpy as np
