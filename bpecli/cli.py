@@ -150,6 +150,9 @@ def encode(
 ) -> None:
     """Encode text to token ids, printed on one line per input (or per line with --lines);
     with --out, encode a corpus into .npy shards (one document after another, each followed by --eot)."""
+    from .pretokenize import keep_freed_memory
+
+    keep_freed_memory()  # the command owns its process, as the pool's workers own theirs
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if out is not None:
         return _encode_to_shards(tok, inputs or ["-"], out, shard_tokens, workers, eot, text_column, dtype, errors, force, quiet)
@@ -371,7 +374,9 @@ def bench(
 ) -> None:
     """Time encoding and decoding of a corpus, beside a peer tokenizer with the same ranks."""
     from .bench import bench as run_bench
+    from .pretokenize import keep_freed_memory
 
+    keep_freed_memory()  # as encode does
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     report = run_bench(tok, corpus, against=against.value if against else None, workers=workers, repeat=repeat)
     if as_json:

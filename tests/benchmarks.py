@@ -56,6 +56,8 @@ tok.train_from_iterator(documents, vocab_size=10000, pattern=PATTERNS["gpt2"])  
 ENCODE_JOBS = {
     "bpecli": """
 from bpecli import Tokenizer
+from bpecli.pretokenize import keep_freed_memory
+keep_freed_memory()  # as `bpecli encode` does
 tok = Tokenizer.load(GPT2_VOCAB)
 text = open(CORPUS, encoding="utf-8").read()
 t = time.perf_counter(); ids = tok.encode(text); took = time.perf_counter() - t
@@ -74,7 +76,9 @@ SHARD_JOB = """
 import glob
 import numpy as np
 from bpecli import Tokenizer
+from bpecli.pretokenize import keep_freed_memory
 from bpecli.shards import write_shards
+keep_freed_memory()  # as `bpecli encode` does
 tok = Tokenizer.load(GPT2_VOCAB)
 t = time.perf_counter()
 write_shards(tok, [CORPUS], OUT, workers={workers}, eot=50256, shard_tokens=10_000_000)
