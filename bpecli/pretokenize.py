@@ -68,7 +68,7 @@ _worker: dict = {}
 
 
 def _init_worker(pattern: str, special_tokens: list[str], errors: str) -> None:
-    _worker["bulk"] = pattern == PATTERNS["gpt2"]
+    _worker["split"] = vectorised_splitter(pattern)
     _worker["findall"] = regex.compile(pattern).findall
     _worker["splitter"] = special_splitter(special_tokens)
     _worker["errors"] = errors
@@ -77,8 +77,8 @@ def _init_worker(pattern: str, special_tokens: list[str], errors: str) -> None:
 def _count_chunk(chunk: Chunk) -> tuple[Counter, int]:
     text = read_chunk(chunk, _worker["errors"])
     documents = split_documents(text, _worker["splitter"])
-    if _worker["bulk"]:
-        return count_gpt2_pieces([d.encode("utf-8") for d in documents]), chunk.end - chunk.start
+    if _worker["split"] is not None:
+        return count_pieces([d.encode("utf-8") for d in documents], _worker["split"]), chunk.end - chunk.start
     findall = _worker["findall"]
     counts: Counter = Counter()
     for document in documents:
@@ -145,17 +145,12 @@ def keep_freed_memory() -> None:
     mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: ...and up to 1 GB of it stays when freed
 
 
-# ---- a vectorised GPT-2 pre-tokenizer -----------------------------------------------------------
-# The gpt2 pattern, read as rules over character classes, applied with numpy array operations to
-# UTF-8 bytes. It returns exactly the pieces of regex's findall (tests compare the two); the regex
-# stays the reference, and the path for every other pattern.
-#   - a piece is a maximal run of letters (L), of numbers (N), or of other characters (O);
-#   - one ASCII space just before such a run belongs to it;
-#   - a whitespace run (W) followed by more text leaves its last character to the next piece;
-#     at the end of a document it is one piece;
-#   - an apostrophe that starts a piece takes s, d, m, t, ll, ve or re after it as a contraction.
+# ---- vectorised pre-tokenizers ------------------------------------------------------------------
+# The gpt2 and cl100k patterns, read as rules over character classes, applied with numpy array
+# operations to UTF-8 bytes. They return exactly the pieces of regex's findall (tests compare
+# them); the regex stays the reference, and the path for every other pattern.
 
-_L, _N, _O, _W, _SPACE = 0, 1, 2, 3, 4
+_L, _N, _O, _W, _SPACE, _CRLF = 0, 1, 2, 3, 4, 5  # letter, number, other, whitespace, " ", \r or \n
 _class_cache: dict[int, int] = {}
 
 
@@ -163,6 +158,8 @@ def _class_of(code_point: int) -> int:
     char = chr(code_point)
     if char == " ":
         return _SPACE
+    if char in "\r\n":
+        return _CRLF
     if regex.match(r"\s", char):
         return _W
     if regex.match(r"\p{L}", char):
@@ -191,26 +188,19 @@ def _ascii_classes():
     return np.array([_class_of(c) for c in range(128)], dtype=np.uint8)
 
 
-def gpt2_piece_starts(data: bytes, doc_starts=None):
-    """Byte offsets where the gpt2 pattern's pieces start in UTF-8 data (valid UTF-8), plus
-    len(data) at the end; doc_starts (sorted byte offsets) are document edges no piece crosses.
-
-    Example: b"I'm  here" -> [0, 1, 3, 4, 5, 9]  ("I", "'m", " ", " here")
-    """
+def _characters(data: bytes, doc_starts):
+    """(where, chars, cls, edges) for UTF-8 data: the byte offset of each character (None when
+    every byte is one), its code point, its class, and edges[i]: character i starts a document
+    (edges[-1], one past the last character, is True)."""
     import numpy as np
 
     raw = np.frombuffer(data, dtype=np.uint8)
-    n = len(raw)
-    if n == 0:
-        return np.zeros(1, dtype=np.int64)
     ascii_table = _ascii_classes()
     if raw.max() < 0x80:
-        where = None  # every byte is a character
-        chars = raw
-        cls = ascii_table[raw]
+        where, chars, cls = None, raw, ascii_table[raw]
     else:  # characters start at bytes that are not 10xxxxxx; decode the multi-byte ones
         where = np.flatnonzero((raw & 0xC0) != 0x80)
-        chars = raw[where]
+        chars = raw[where].astype(np.uint32)
         cls = np.empty(len(where), dtype=np.uint8)
         single = chars < 0x80
         cls[single] = ascii_table[chars[single]]
@@ -221,15 +211,44 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
             b0 >= 0xF0, ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F),
             np.where(b0 >= 0xE0, ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), ((b0 & 0x1F) << 6) | (b1 & 0x3F)),
         )
+        chars[~single] = cp
         cls[~single] = _classes(cp)
     m = len(cls)
-    seg = np.zeros(m + 1, dtype=bool)  # seg[i]: character i starts a document (seg[m]: the end)
-    seg[0] = seg[m] = True
+    edges = np.zeros(m + 1, dtype=bool)
+    edges[0] = edges[m] = True
     if doc_starts is not None and len(doc_starts):
         inside = np.asarray(doc_starts)
-        inside = inside[(inside > 0) & (inside < n)]
-        seg[inside if where is None else np.searchsorted(where, inside)] = True
-    kind = np.minimum(cls, _W)  # the space is whitespace, save for the rules that name it
+        inside = inside[(inside > 0) & (inside < len(raw))]
+        edges[inside if where is None else np.searchsorted(where, inside)] = True
+    return where, chars, cls, edges
+
+
+def _byte_offsets(starts, where, n: int):
+    import numpy as np
+
+    index = np.flatnonzero(starts)
+    offsets = index if where is None else where[index]
+    return np.append(offsets, n).astype(np.int64)
+
+
+def gpt2_piece_starts(data: bytes, doc_starts=None):
+    """Byte offsets where the gpt2 pattern's pieces start in UTF-8 data (valid UTF-8), plus
+    len(data) at the end; doc_starts (sorted byte offsets) are document edges no piece crosses.
+
+    The rules: a piece is a maximal run of letters (L), of numbers (N), or of other characters
+    (O); one ASCII space just before such a run belongs to it; a whitespace run followed by more
+    text leaves its last character to the next piece (at the end of a document it is one piece);
+    an apostrophe that starts a piece takes s, d, m, t, ll, ve or re after it as a contraction.
+
+    Example: b"I'm  here" -> [0, 1, 3, 4, 5, 9]  ("I", "'m", " ", " here")
+    """
+    import numpy as np
+
+    if not data:
+        return np.zeros(1, dtype=np.int64)
+    where, chars, cls, seg = _characters(data, doc_starts)
+    m = len(cls)
+    kind = np.minimum(cls, _W)  # " ", \r and \n are whitespace, save for the rules that name them
     is_w = kind == _W
     starts = seg[:m].copy()
     starts[1:] |= kind[1:] != kind[:-1]
@@ -240,7 +259,7 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
     # contractions: an apostrophe that starts a piece, then s|d|m|t or ll|ve|re in the same document
     apostrophes = np.flatnonzero(starts & (chars == 0x27))
     if len(apostrophes):
-        nxt = np.concatenate([chars, np.zeros(2, dtype=np.uint8)])
+        nxt = np.concatenate([chars, np.zeros(2, dtype=chars.dtype)])
         same = ~np.concatenate([seg[1:], np.ones(2, dtype=bool)])
         c1, c2 = nxt[apostrophes + 1], nxt[apostrophes + 2]
         ok1, ok2 = same[apostrophes], same[apostrophes + 1]
@@ -251,9 +270,91 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
             starts[at + 1] = False
             after = at + length
             starts[after[after < m]] = True
-    index = np.flatnonzero(starts)
-    offsets = index if where is None else where[index]
-    return np.append(offsets, n).astype(np.int64)
+    return _byte_offsets(starts, where, len(data))
+
+
+def cl100k_piece_starts(data: bytes, doc_starts=None):
+    """gpt2_piece_starts for the cl100k pattern. Its rules, as this reads them, run by run:
+    - letters: a maximal run, with the one character before it if that starts a piece and is
+      neither a number, \\r nor \\n (a space, a tab, a bracket...);
+    - numbers: a run cut into threes from its start;
+    - others: a maximal run, with one space before it, and the \\r and \\n right after it;
+    - whitespace: at the end of a document, one piece; else up to and including its last \\r or
+      \\n, then all but its last character, then that last character alone (which letters, or,
+      if it is a space, others after it join);
+    - an apostrophe that starts a piece and comes before letters takes s, d, m, t, ll, ve or re
+      (any case) as a contraction.
+
+    Example: b"it's  (x)\\n" -> [0, 2, 4, 5, 7, 8, 10]  ("it", "'s", " ", " (", "x", ")\\n")
+    """
+    import numpy as np
+
+    if not data:
+        return np.zeros(1, dtype=np.int64)
+    where, chars, cls, edges = _characters(data, doc_starts)
+    m = len(cls)
+    kind = np.minimum(cls, _W)
+    starts = edges[:m].copy()
+    starts[1:] |= kind[1:] != kind[:-1]
+    firsts = np.flatnonzero(starts)  # runs of one kind within a document
+    ends = np.append(firsts[1:], m)
+    run_kind = kind[firsts]
+    follows = np.full(len(firsts), -1)  # the kind of the next run in the same document, -1 if none
+    inside = ~edges[ends]
+    follows[inside] = run_kind[np.flatnonzero(inside) + 1]
+
+    # numbers: a start every third digit of runs longer than three
+    long_runs = np.flatnonzero((run_kind == _N) & (ends - firsts > 3))
+    if len(long_runs):
+        more = (ends[long_runs] - firsts[long_runs] - 1) // 3  # starts after the run's first
+        starts[np.repeat(firsts[long_runs], more) + 3 * (np.arange(more.sum()) - np.repeat(np.cumsum(more) - more, more) + 1)] = True
+
+    # whitespace runs [a, k); most are one space or tab before a word, done first
+    runs = np.flatnonzero(run_kind == _W)
+    a, k = firsts[runs], ends[runs]
+    one = (k - a == 1) & (cls[a] != _CRLF)
+    follows_w = follows[runs]
+    joins = one & ((follows_w == _L) | ((follows_w == _O) & (cls[a] == _SPACE)))
+    starts[k[joins]] = False
+    runs, a, k, follows_w = runs[~one], a[~one], k[~one], follows_w[~one]
+    after_other = (runs > 0) & ~edges[a] & (run_kind[runs - 1] == _O)
+    q = a.copy()  # where the run's first piece starts: others took the \r and \n right after them
+    if after_other.any():
+        not_crlf = np.append(np.flatnonzero(cls != _CRLF), m)
+        q[after_other] = np.minimum(not_crlf[np.searchsorted(not_crlf, a[after_other])], k[after_other])
+    starts[a] = False
+    starts[q[q < k]] = True
+    middle = (q < k) & (follows_w >= 0)  # runs that more text in the document follows
+    crlf = np.append(-1, np.flatnonzero(cls == _CRLF))
+    last_crlf = crlf[np.searchsorted(crlf, k) - 1]  # the last \r or \n before k (-1: none)
+    t = np.where(middle & (last_crlf >= q), last_crlf + 1, q)  # where the run's tail without \r\n starts
+    starts[t[middle & (t < k)]] = True
+    starts[(k - 1)[middle & (k - t >= 2)]] = True
+    joins = middle & (t < k) & ((follows_w == _L) | ((follows_w == _O) & (cls[k - 1] == _SPACE)))
+    starts[k[joins]] = False
+
+    # others: one character that starts a piece, then letters: a contraction or one piece
+    runs = np.flatnonzero((run_kind == _O) & (ends - firsts == 1) & (follows == _L))
+    a = firsts[runs]
+    a = a[starts[a]]
+    starts[a + 1] = False
+    a = a[chars[a] == 0x27]
+    if len(a):
+        letters_end = ends[np.searchsorted(firsts, a + 1)]
+        nxt = np.concatenate([chars, np.zeros(2, dtype=chars.dtype)]).astype(np.uint32) | 0x20  # ASCII lower case
+        c1, c2 = nxt[a + 1], nxt[a + 2]
+        two = np.isin(c1, np.array([0x73, 0x64, 0x6D, 0x74], dtype=np.uint32)) | (chars[a + 1] == 0x17F)
+        three = ~two & (a + 2 < letters_end) & (((c1 == 0x6C) & (c2 == 0x6C)) | (((c1 == 0x76) | (c1 == 0x72)) & (c2 == 0x65)))
+        for found, length in ((two, 2), (three, 3)):
+            after = a[found] + length
+            starts[after[after < letters_end[found]]] = True
+    return _byte_offsets(starts, where, len(data))
+
+
+def vectorised_splitter(pattern: str):
+    """The vectorised pre-tokenizer for a pattern (gpt2_piece_starts, cl100k_piece_starts), or
+    None: the regex then does the work."""
+    return {PATTERNS["gpt2"]: gpt2_piece_starts, PATTERNS["cl100k"]: cl100k_piece_starts}.get(pattern)
 
 
 # Pieces of up to this many bytes are named by one Python int that packs their bytes and length.
@@ -370,16 +471,16 @@ def document_batches(documents: list[bytes], size: int = 1 << 22) -> Iterator[li
         yield batch
 
 
-def count_gpt2_pieces(documents: list[bytes]) -> Counter:
-    """Pre-token counts (as bytes) of the gpt2 pattern, without a Python object per occurrence
-    for pieces of up to 15 bytes: numpy numbers and counts them."""
+def count_pieces(documents: list[bytes], split) -> Counter:
+    """Pre-token counts (as bytes) by a vectorised pre-tokenizer (split: e.g. gpt2_piece_starts),
+    without a Python object per occurrence for pieces of up to 15 bytes: numpy numbers and counts them."""
     import numpy as np
 
     counts: Counter = Counter()
     for batch in document_batches(documents, 1 << 20):  # 1 MB: small arrays, small worker peaks
         data = b"".join(batch)
         sizes = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
-        bounds = gpt2_piece_starts(data, np.cumsum(sizes) - sizes)
+        bounds = split(data, np.cumsum(sizes) - sizes)
         names, codes = number_pieces(data, bounds)
         counts.update(dict(zip(map(piece_of_name, names), np.bincount(codes, minlength=len(names)).tolist())))
     return counts

@@ -200,10 +200,10 @@ class Tokenizer:
 
     @cached_property
     def _bulk_split(self):
-        """The vectorised pre-tokenizer for this pattern, if there is one (gpt2 only, so far)."""
-        from .pretokenize import PATTERNS, gpt2_piece_starts
+        """The vectorised pre-tokenizer for this pattern, if there is one (gpt2 and cl100k)."""
+        from .pretokenize import vectorised_splitter
 
-        return gpt2_piece_starts if self.pattern == PATTERNS["gpt2"] else None
+        return vectorised_splitter(self.pattern)
 
     def _encode_bytes_bulk(self, documents: list[bytes], *, eot: int | None, dtype):
         """encode_documents for the vectorised pre-tokenizer, a batch of about 4 MB at a time

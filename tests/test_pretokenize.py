@@ -1,31 +1,34 @@
-"""The vectorised GPT-2 pre-tokenizer returns exactly the regex's pieces, and the bulk encoder
-built on it exactly tiktoken's ids."""
+"""The vectorised pre-tokenizers (gpt2, cl100k) return exactly the regex's pieces, and the bulk
+encoder built on them exactly tiktoken's ids."""
 
+import pytest
 import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpecli.pretokenize import PATTERNS, gpt2_piece_starts
+from bpecli.pretokenize import PATTERNS, cl100k_piece_starts, gpt2_piece_starts
 
 FINDALL = regex.compile(PATTERNS["gpt2"]).findall
+CL100K_FINDALL = regex.compile(PATTERNS["cl100k"]).findall
 
 # Adversarial mixes: spaces of every kind, apostrophes and contraction letters, digits and other
 # numbers, combining marks, CJK, emoji, control characters, and anything else.
 TRICKY = st.sampled_from(
     [" ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "\u2028", "'", "s", "ll", "ve", "re", "t", "d", "m", "L",
-     "5", "²", "½", "Ⅻ", "\u0301", "e\u0301", "字", "😀", "\x00", "\x1c", "\x85", ".", "-", "#", "é"]
+     "5", "²", "½", "Ⅻ", "\u0301", "e\u0301", "字", "😀", "\x00", "\x1c", "\x85", ".", "-", "#", "é",
+     "\r", "\n\n", "S", "LL", "Ve", "rE", "ſ", "K", "(", "123", "4567"]
 )
 MIXES = st.lists(st.one_of(TRICKY, st.text(max_size=3)), max_size=30).map("".join)
 
 
-def vectorised(documents: list[str]) -> list[str]:
+def vectorised(documents: list[str], split=gpt2_piece_starts) -> list[str]:
     data = [d.encode("utf-8") for d in documents]
     joined = b"".join(data)
     starts, offset = [], 0
     for d in data:
         starts.append(offset)
         offset += len(d)
-    bounds = gpt2_piece_starts(joined, starts).tolist()
+    bounds = split(joined, starts).tolist()
     return [joined[a:b].decode("utf-8") for a, b in zip(bounds, bounds[1:])]
 
 
@@ -40,6 +43,20 @@ def test_examples():
 def test_the_same_pieces_as_the_regex(documents):
     """Documents are edges: each is split as if it were the whole text."""
     assert vectorised(documents) == [piece for d in documents for piece in FINDALL(d)]
+
+
+def test_cl100k_examples():
+    split = cl100k_piece_starts
+    assert vectorised(["it's  (x)\n"], split) == ["it", "'s", " ", " (", "x", ")\n"]
+    assert vectorised(["IT'S 'tis x'ſ don'T'LL", ".\n hello  \n\t\tx", "12345 a1b  "], split) == [
+        "IT", "'S", " '", "tis", " x", "'ſ", " don", "'T", "'LL", ".\n", " hello", "  \n", "\t", "\tx", "123", "45", " a",
+        "1", "b", "  "]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(MIXES, min_size=1, max_size=4))
+def test_cl100k_the_same_pieces_as_the_regex(documents):
+    assert vectorised(documents, cl100k_piece_starts) == [piece for d in documents for piece in CL100K_FINDALL(d)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -73,3 +90,19 @@ def test_numbering_stays_exact_when_the_hash_collides(monkeypatch):
     pieces = [data[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
     assert [pretokenize.piece_of_name(names[c]) for c in codes] == pieces
     assert len(names) == len(expected[0]) == len(set(pieces))
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k"])
+def test_counting_pretokens_equals_the_regex(name, tmp_path, kernel_docs_sample):
+    """Training counts pre-tokens with the vectorised pre-tokenizer where there is one."""
+    from collections import Counter
+
+    from bpecli.corpus import file_chunks
+    from bpecli.pretokenize import count_pretokens
+
+    path = tmp_path / "corpus.txt"
+    text = kernel_docs_sample[:500_000] + " it'S  \r\n\t(x) 12345 字字"
+    path.write_text(text, encoding="utf-8")
+    counts = count_pretokens(file_chunks(str(path), 4, ["<|endoftext|>"]), pattern=PATTERNS[name], special_tokens=["<|endoftext|>"])
+    expected = Counter(p.encode() for d in text.split("<|endoftext|>") for p in regex.findall(PATTERNS[name], d))
+    assert {k.encode() if isinstance(k, str) else k: v for k, v in counts.items()} == expected
