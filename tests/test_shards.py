@@ -8,6 +8,8 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bpecli import corpus, shards
 from bpecli.errors import BpecliError, InputError, OutputError
@@ -228,3 +230,17 @@ def test_a_pattern_without_the_vectorised_path_shards_the_same_ids(cl100k_file, 
         expected += ids + [100257]
     assert run.manifest["dtype"] == "uint32"
     assert concatenated(tmp_path / "out").tolist() == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"bc", b"<s>", b"<t>", b"\n"]), max_size=60).map(b"".join), st.integers(1, 12))
+def test_cuts_are_at_the_first_special_token_after_each_guess(data, n_chunks):
+    """chunk_boundaries looks for each token again only when a cut has passed it; the cuts are
+    those of looking for every token from every guess."""
+    tokens = [b"<s>", b"<t>", b"<never>"]
+    step, expected = len(data) // n_chunks, [0]
+    for i in range(1, n_chunks):
+        guess = max(i * step, expected[-1] + 1)
+        expected.append(min([p for t in tokens if (p := data.find(t, guess)) != -1], default=len(data)))
+    expected = sorted(set(expected + [len(data)])) if n_chunks > 1 and data else [0, len(data)]
+    assert corpus.chunk_boundaries(data, n_chunks, tokens) == expected
