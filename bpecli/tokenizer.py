@@ -40,6 +40,7 @@ class Tokenizer:
     special_tokens: dict[str, int] = field(default_factory=dict)
     pattern: str = ""
     files: tuple[str, ...] = ()  # the files it was read from, if any
+    trained_merges: tuple[tuple[bytes, bytes], ...] = field(default=(), repr=False)  # as train() made them
 
 
     @classmethod
@@ -88,8 +89,10 @@ class Tokenizer:
 
     @cached_property
     def merges(self) -> list[tuple[bytes, bytes]]:
-        """The merges in rank order, recovered from the ranks: each multi-byte token is what BPE
-        makes of its own bytes using only the ranks below its own, in exactly two parts."""
+        """The merges in rank order: as trained, else recovered from the ranks (each multi-byte
+        token is what BPE makes of its own bytes using only the ranks below its own, in two parts)."""
+        if self.trained_merges:
+            return list(self.trained_merges)
         out = []
         for token, rank in sorted(self.ranks.items(), key=lambda item: item[1]):
             if len(token) > 1:

@@ -253,4 +253,4 @@ def train(
     for left, right in merges:
         ranks[left + right] = len(ranks)
     specials = {token: len(ranks) + i for i, token in enumerate(special_tokens)}
-    return Tokenizer(ranks=ranks, special_tokens=specials, pattern=pattern)
+    return Tokenizer(ranks=ranks, special_tokens=specials, pattern=pattern, trained_merges=tuple(merges))
