@@ -140,20 +140,22 @@ def _compare(ours: tuple, theirs: tuple) -> tuple[bool, dict | None]:
 _worker: dict = {}
 
 
-def _init(tok: Tokenizer) -> None:
-    _worker["tok"] = tok
+def _init(tok: Tokenizer, documents: list[str]) -> None:
+    _worker["tok"], _worker["documents"] = tok, documents  # forked workers share them, unpickled
 
 
-def _encode_share(documents: list[str]):
-    return _worker["tok"].encode_documents(documents, dtype="int64")
+def _encode_share(share: tuple[int, int]):
+    start, end = share
+    return _worker["tok"].encode_documents(_worker["documents"][start:end], dtype="int64")
 
 
 def _encode_ours(tok: Tokenizer, documents: list[str], workers: int):
-    """(all ids, where each document's ids end), by `workers` processes."""
+    """(all ids, where each document's ids end), by `workers` processes, each given a range of
+    documents to encode (never the text)."""
     if workers <= 1:
         return tok.encode_documents(documents, dtype="int64")
     tok.prepare_bulk()
     step = -(-len(documents) // (4 * workers))
-    shares = [documents[i : i + step] for i in range(0, len(documents), step)]
-    with process_pool(workers, _init, (tok,)) as pool:
+    shares = [(i, min(i + step, len(documents))) for i in range(0, len(documents), step)]
+    with process_pool(workers, _init, (tok, documents)) as pool:
         return join_encoded(pool.map(_encode_share, shares))
