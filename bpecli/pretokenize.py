@@ -190,8 +190,8 @@ def _ascii_classes():
 
 def _characters(data: bytes, doc_starts):
     """(where, chars, cls, edges) for UTF-8 data: the byte offset of each character (None when
-    every byte is one), its code point, its class, and edges[i]: character i starts a document
-    (edges[-1], one past the last character, is True)."""
+    every byte is one), its first byte (the character itself if ASCII), its class, and edges[i]:
+    character i starts a document (edges[-1], one past the last character, is True)."""
     import numpy as np
 
     raw = np.frombuffer(data, dtype=np.uint8)
@@ -200,7 +200,7 @@ def _characters(data: bytes, doc_starts):
         where, chars, cls = None, raw, ascii_table[raw]
     else:  # characters start at bytes that are not 10xxxxxx; decode the multi-byte ones
         where = np.flatnonzero((raw & 0xC0) != 0x80)
-        chars = raw[where].astype(np.uint32)
+        chars = raw[where]
         cls = np.empty(len(where), dtype=np.uint8)
         single = chars < 0x80
         cls[single] = ascii_table[chars[single]]
@@ -211,7 +211,6 @@ def _characters(data: bytes, doc_starts):
             b0 >= 0xF0, ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F),
             np.where(b0 >= 0xE0, ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), ((b0 & 0x1F) << 6) | (b1 & 0x3F)),
         )
-        chars[~single] = cp
         cls[~single] = _classes(cp)
     m = len(cls)
     edges = np.zeros(m + 1, dtype=bool)
@@ -221,6 +220,16 @@ def _characters(data: bytes, doc_starts):
         inside = inside[(inside > 0) & (inside < len(raw))]
         edges[inside if where is None else np.searchsorted(where, inside)] = True
     return where, chars, cls, edges
+
+
+def _is_long_s(data: bytes, where, at):
+    """Whether character number `at` is ſ (U+017F, bytes C5 BF), which (?i) matches as s."""
+    import numpy as np
+
+    if where is None:
+        return np.zeros(len(at), dtype=bool)
+    raw = np.frombuffer(data, dtype=np.uint8)
+    return (raw[where[at]] == 0xC5) & (raw[np.minimum(where[at] + 1, len(raw) - 1)] == 0xBF)
 
 
 def _byte_offsets(starts, where, n: int):
@@ -341,9 +350,9 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
     a = a[chars[a] == 0x27]
     if len(a):
         letters_end = ends[np.searchsorted(firsts, a + 1)]
-        nxt = np.concatenate([chars, np.zeros(2, dtype=chars.dtype)]).astype(np.uint32) | 0x20  # ASCII lower case
+        nxt = np.concatenate([chars, np.zeros(2, dtype=chars.dtype)]) | 0x20  # ASCII lower case
         c1, c2 = nxt[a + 1], nxt[a + 2]
-        two = np.isin(c1, np.array([0x73, 0x64, 0x6D, 0x74], dtype=np.uint32)) | (chars[a + 1] == 0x17F)
+        two = np.isin(c1, np.frombuffer(b"sdmt", dtype=np.uint8)) | _is_long_s(data, where, a + 1)
         three = ~two & (a + 2 < letters_end) & (((c1 == 0x6C) & (c2 == 0x6C)) | (((c1 == 0x76) | (c1 == 0x72)) & (c2 == 0x65)))
         for found, length in ((two, 2), (three, 3)):
             after = a[found] + length
