@@ -255,9 +255,7 @@ class Tokenizer:
         table_ids = table.ids
         # 3. put the ids of every piece in order, then eot after every document
         piece_sizes = table_sizes[codes]
-        out_starts = np.cumsum(piece_sizes) - piece_sizes
-        total = int(piece_sizes.sum())
-        ids = table_ids[np.repeat(table_starts[codes] - out_starts, piece_sizes) + np.arange(total)]
+        ids = table_ids[_spread(table_starts[codes], piece_sizes)]
         # documents end where pieces do: a document's ids end where its last piece's ids end
         pieces_before = np.searchsorted(starts, doc_starts + lengths, "left")
         ends = np.concatenate(([0], np.cumsum(piece_sizes)))[pieces_before]
@@ -410,7 +408,7 @@ class Tokenizer:
         slots = tokens.find(low, high, piece_hash(low, high))
         is_token = slots >= 0
         sizes = (high >> np.uint64(56)).astype(np.int64)
-        text = np.stack([low, high], axis=1).view(np.uint8).ravel()  # row i: piece i's bytes
+        text = np.stack([low, high], axis=1).astype("<u8", copy=False).view(np.uint8).ravel()  # row i: piece i's bytes
         merged = np.flatnonzero(~is_token)
         merged_ids, merged_counts = self._bpe_spans(text, merged * 16, sizes[merged])
         counts = np.ones(len(low), dtype=np.int64)
@@ -556,8 +554,7 @@ class Tokenizer:
             bad = (block < 0) | (block >= len(lengths)) | (sizes == 0)
             if bad.any():
                 raise BpecliError(f"id {block[bad][0]} is not in the vocabulary (0..{len(lengths) - 1})")
-            out_starts = np.cumsum(sizes) - sizes
-            blocks.append(data[np.repeat(starts[block] - out_starts, sizes) + np.arange(int(sizes.sum()))].tobytes())
+            blocks.append(data[_spread(starts[block], sizes)].tobytes())
         return b"".join(blocks)
 
     def _encode_piece(self, piece: bytes) -> tuple[int, ...]:
