@@ -169,15 +169,31 @@ def _class_of(code_point: int) -> int:
     return _O
 
 
-def _classes(code_points):
-    """The class of each code point; each distinct one is asked of the regex module once."""
+_UPPER, _LOWER, _OTHER_LETTER = 1, 2, 3  # o200k's letter cases (0: not a letter)
+_case_cache: dict[int, int] = {}
+
+
+def _case_of(code_point: int) -> int:
+    """Lu; Ll; Lt, Lm, Lo or a mark (o200k counts those as both cases); else 0."""
+    char = chr(code_point)
+    if regex.match(r"\p{Lu}", char):
+        return _UPPER
+    if regex.match(r"\p{Ll}", char):
+        return _LOWER
+    if regex.match(r"[\p{Lt}\p{Lm}\p{Lo}\p{M}]", char):
+        return _OTHER_LETTER
+    return 0
+
+
+def _classes(code_points, of=_class_of, known=_class_cache):
+    """of(code point) for each code point; each distinct one is asked once (known remembers)."""
     import numpy as np
 
     distinct = np.unique(code_points)
-    missing = [int(c) for c in distinct if int(c) not in _class_cache]
-    for c in missing:
-        _class_cache[c] = _class_of(c)
-    table = np.array([_class_cache[int(c)] for c in distinct], dtype=np.uint8)
+    for c in distinct.tolist():
+        if c not in known:
+            known[c] = of(c)
+    table = np.array([known[c] for c in distinct.tolist()], dtype=np.uint8)
     return table[np.searchsorted(distinct, code_points)]
 
 
@@ -188,16 +204,27 @@ def _ascii_classes():
     return np.array([_class_of(c) for c in range(128)], dtype=np.uint8)
 
 
-def _characters(data: bytes, doc_starts):
-    """(where, chars, cls, edges) for UTF-8 data: the byte offset of each character (None when
-    every byte is one), its first byte (the character itself if ASCII), its class, and edges[i]:
-    character i starts a document (edges[-1], one past the last character, is True)."""
+@cache
+def _ascii_cases():
+    import numpy as np
+
+    return np.array([_case_of(c) for c in range(128)], dtype=np.uint8)
+
+
+def _characters(data: bytes, doc_starts, cases: bool = False):
+    """(where, chars, cls, edges, case) for UTF-8 data: the byte offset of each character (None
+    when every byte is one), its first byte (the character itself if ASCII), its class, edges[i]:
+    character i starts a document (edges[-1], one past the last character, is True), and with
+    cases its letter case (_case_of), else None."""
     import numpy as np
 
     raw = np.frombuffer(data, dtype=np.uint8)
     ascii_table = _ascii_classes()
+    case = None
     if raw.max() < 0x80:
         where, chars, cls = None, raw, ascii_table[raw]
+        if cases:
+            case = _ascii_cases()[raw]
     else:  # characters start at bytes that are not 10xxxxxx; decode the multi-byte ones
         where = np.flatnonzero((raw & 0xC0) != 0x80)
         chars = raw[where]
@@ -212,6 +239,10 @@ def _characters(data: bytes, doc_starts):
             np.where(b0 >= 0xE0, ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), ((b0 & 0x1F) << 6) | (b1 & 0x3F)),
         )
         cls[~single] = _classes(cp)
+        if cases:
+            case = np.empty(len(where), dtype=np.uint8)
+            case[single] = _ascii_cases()[chars[single]]
+            case[~single] = _classes(cp, _case_of, _case_cache)
     m = len(cls)
     edges = np.zeros(m + 1, dtype=bool)
     edges[0] = edges[m] = True
@@ -219,7 +250,7 @@ def _characters(data: bytes, doc_starts):
         inside = np.asarray(doc_starts)
         inside = inside[(inside > 0) & (inside < len(raw))]
         edges[inside if where is None else np.searchsorted(where, inside)] = True
-    return where, chars, cls, edges
+    return where, chars, cls, edges, case
 
 
 def _is_long_s(data: bytes, where, at):
@@ -255,7 +286,7 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
 
     if not data:
         return np.zeros(1, dtype=np.int64)
-    where, chars, cls, seg = _characters(data, doc_starts)
+    where, chars, cls, seg, _ = _characters(data, doc_starts)
     m = len(cls)
     kind = np.minimum(cls, _W)  # " ", \r and \n are whitespace, save for the rules that name them
     is_w = kind == _W
@@ -300,23 +331,9 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
 
     if not data:
         return np.zeros(1, dtype=np.int64)
-    where, chars, cls, edges = _characters(data, doc_starts)
+    where, chars, cls, edges, _ = _characters(data, doc_starts)
     m = len(cls)
-    kind = np.minimum(cls, _W)
-    starts = edges[:m].copy()
-    starts[1:] |= kind[1:] != kind[:-1]
-    firsts = np.flatnonzero(starts)  # runs of one kind within a document
-    ends = np.append(firsts[1:], m)
-    run_kind = kind[firsts]
-    follows = np.full(len(firsts), -1)  # the kind of the next run in the same document, -1 if none
-    inside = ~edges[ends]
-    follows[inside] = run_kind[np.flatnonzero(inside) + 1]
-
-    # numbers: a start every third digit of runs longer than three
-    long_runs = np.flatnonzero((run_kind == _N) & (ends - firsts > 3))
-    if len(long_runs):
-        more = (ends[long_runs] - firsts[long_runs] - 1) // 3  # starts after the run's first
-        starts[np.repeat(firsts[long_runs], more) + 3 * (np.arange(more.sum()) - np.repeat(np.cumsum(more) - more, more) + 1)] = True
+    kind, starts, firsts, ends, run_kind, follows = _runs(cls, edges)
 
     # whitespace runs [a, k); most are one space or tab before a word, done first
     runs = np.flatnonzero(run_kind == _W)
@@ -350,20 +367,170 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
     a = a[chars[a] == 0x27]
     if len(a):
         letters_end = ends[np.searchsorted(firsts, a + 1)]
-        nxt = np.concatenate([chars, np.zeros(2, dtype=chars.dtype)]) | 0x20  # ASCII lower case
-        c1, c2 = nxt[a + 1], nxt[a + 2]
-        two = np.isin(c1, np.frombuffer(b"sdmt", dtype=np.uint8)) | _is_long_s(data, where, a + 1)
-        three = ~two & (a + 2 < letters_end) & (((c1 == 0x6C) & (c2 == 0x6C)) | (((c1 == 0x76) | (c1 == 0x72)) & (c2 == 0x65)))
-        for found, length in ((two, 2), (three, 3)):
-            after = a[found] + length
-            starts[after[after < letters_end[found]]] = True
+        after = a + 1 + _contraction_letters(data, where, chars, a, letters_end)
+        starts[after[(after > a + 1) & (after < letters_end)]] = True
     return _byte_offsets(starts, where, len(data))
+
+
+def _runs(cls, edges):
+    """(kind, starts, firsts, ends, run_kind, follows): each character's kind (letter, number,
+    other, whitespace), a start at every run of one kind within a document, where each run starts
+    and ends, its kind, and the kind of the run after it in the same document (-1: none). The
+    starts also cut numbers into threes, as both cl100k and o200k do."""
+    import numpy as np
+
+    m = len(cls)
+    kind = np.minimum(cls, _W)
+    starts = edges[:m].copy()
+    starts[1:] |= kind[1:] != kind[:-1]
+    firsts = np.flatnonzero(starts)
+    ends = np.append(firsts[1:], m)
+    run_kind = kind[firsts]
+    follows = np.full(len(firsts), -1)
+    inside = ~edges[ends]
+    follows[inside] = run_kind[np.flatnonzero(inside) + 1]
+    long_numbers = np.flatnonzero((run_kind == _N) & (ends - firsts > 3))
+    more = (ends[long_numbers] - firsts[long_numbers] - 1) // 3  # starts after the run's first
+    starts[np.repeat(firsts[long_numbers], more) + 3 * (spans(np.zeros_like(more), more) + 1)] = True
+    return kind, starts, firsts, ends, run_kind, follows
+
+
+def _contraction_letters(data: bytes, where, chars, at, letters_end):
+    """How many letters after the apostrophe at each position `at` make a contraction with it:
+    1 for s, d, m, t; 2 for ll, ve, re (any case, ſ as s); else 0. letters_end: where the
+    letters after each apostrophe end."""
+    import numpy as np
+
+    nxt = np.concatenate([chars, np.zeros(2, dtype=chars.dtype)]) | 0x20  # ASCII lower case
+    c1, c2 = nxt[at + 1], nxt[at + 2]
+    one = np.isin(c1, np.frombuffer(b"sdmt", dtype=np.uint8)) | _is_long_s(data, where, at + 1)
+    two = ~one & (at + 2 < letters_end) & (((c1 == 0x6C) & (c2 == 0x6C)) | (((c1 == 0x76) | (c1 == 0x72)) & (c2 == 0x65)))
+    return np.where(one, 1, np.where(two, 2, 0))
+
+
+def o200k_piece_starts(data: bytes, doc_starts=None):
+    """gpt2_piece_starts for the o200k pattern. Its rules, as this reads them, where they differ
+    from cl100k's (cl100k_piece_starts):
+    - letters: a run splits before each upper-case letter that follows a lower-case one; a word
+      takes a contraction ('s, 't, 're, 've, 'm, 'll, 'd in any case) right after it;
+    - others: a run takes the \\r, \\n and / right after it;
+    - whitespace: up to and including its last \\r or \\n, also at the end of a document.
+    Lines holding letters that are neither upper nor lower case (CJK, titlecase, modifier
+    letters) or combining marks, where the pattern's two letter classes overlap, are split by
+    the regex instead.
+
+    Example: b"don't HTMLParser iPhone" -> [0, 5, 17, 19, 23]  ("don't", " HTMLParser", " i", "Phone")
+    """
+    import numpy as np
+
+    if not data:
+        return np.zeros(1, dtype=np.int64)
+    where, chars, cls, edges, case = _characters(data, doc_starts, cases=True)
+    m = len(cls)
+    kind, starts, firsts, ends, run_kind, follows = _runs(cls, edges)
+    # letters: a start at each upper-case letter after a lower-case one
+    starts[1:] |= (case[1:] == _UPPER) & (case[:-1] == _LOWER)
+
+    # others followed by \r or \n take the run of \r, \n and / after them (within the document)
+    effective = firsts.copy()  # where each run's own pieces start, past what such a run took
+    takers = np.flatnonzero((run_kind == _O) & (follows == _W))
+    takers = takers[cls[ends[takers]] == _CRLF]
+    if len(takers):
+        taken = np.flatnonzero((cls == _CRLF) | (chars == 0x2F))
+        new_group = np.concatenate(([True], (np.diff(taken) != 1) | edges[taken[1:]]))
+        group_end = taken[np.append(np.flatnonzero(new_group)[1:] - 1, len(taken) - 1)] + 1
+        k = ends[takers]
+        f = group_end[np.cumsum(new_group)[np.searchsorted(taken, k)] - 1]
+        in_tail = np.zeros(m + 1, dtype=bool)
+        in_tail[spans(k, f - k)] = True
+        starts[in_tail[:m]] = False
+        starts[f[f < m]] = True
+        entered = np.flatnonzero(in_tail[firsts])
+        whole = entered[in_tail[ends[entered] - 1]]
+        effective[whole] = ends[whole]
+        part = entered[~in_tail[ends[entered] - 1]]
+        effective[part] = f[np.searchsorted(f, firsts[part], "right")]
+
+    # whitespace runs [q, k): up to the last \r or \n; then all but the last character, which
+    # letters, or (a space) others after it, join
+    runs = np.flatnonzero(run_kind == _W)
+    q, k, follows_w = effective[runs], ends[runs], follows[runs]
+    live = q < k
+    q, k, follows_w = q[live], k[live], follows_w[live]
+    crlf = np.append(-1, np.flatnonzero(cls == _CRLF))
+    last_crlf = crlf[np.searchsorted(crlf, k) - 1]
+    t = np.where(last_crlf >= q, last_crlf + 1, q)  # where the run's tail without \r\n starts
+    starts[t[t < k]] = True
+    tail = (t < k) & (follows_w >= 0)
+    starts[(k - 1)[tail & (k - t >= 2)]] = True
+    joins = tail & ((follows_w == _L) | ((follows_w == _O) & (cls[k - 1] == _SPACE)))
+    starts[k[joins]] = False
+
+    # others: one character that starts a piece before letters joins them, unless it is an
+    # apostrophe whose letters make a contraction of the word before it
+    runs = np.flatnonzero((run_kind == _O) & (follows == _L))
+    runs = runs[(ends[runs] - effective[runs] == 1)]
+    a = effective[runs]
+    keep = starts[a]
+    runs, a = runs[keep], a[keep]
+    after_word = (runs > 0) & (a == firsts[runs]) & ~edges[a] & (run_kind[runs - 1] == _L) & (chars[a] == 0x27)
+    length = np.zeros(len(a), dtype=np.int64)
+    if after_word.any():
+        length = np.where(after_word, _contraction_letters(data, where, chars, a, ends[runs + 1]), 0)
+        # a contraction's letters are no word: an apostrophe right after them starts a piece
+        # ("x's's" is "x's", "'s"); such chains are rare, so they are settled one by one
+        word_before = np.ones(len(a), dtype=bool)
+        previous = np.searchsorted(a, firsts[runs - 1] - 1)
+        linked = np.flatnonzero((length > 0) & (previous < len(a)))
+        for i in linked.tolist():
+            j = previous[i]
+            if j < i and a[j] == firsts[runs[i] - 1] - 1 and length[j] == ends[runs[j] + 1] - a[j] - 1 and length[j] > 0 and word_before[j]:
+                word_before[i] = False
+        length[~word_before] = 0
+    suffix = length > 0
+    starts[a[suffix]] = False
+    starts[(a + 1)[~suffix]] = False  # the character joins the letters after it
+    for n in (1, 2):
+        at = a[length == n]
+        starts[at + 1] = False
+        if n == 2:
+            starts[at + 2] = False
+        after = at + n + 1
+        starts[after[after < ends[runs[length == n] + 1]]] = True
+
+    # lines the rules above do not cover: the regex. A character after \r or \n that is neither
+    # whitespace nor "/" always starts a piece, and nothing before it changes what follows.
+    hard = np.flatnonzero(case == _OTHER_LETTER)
+    if len(hard):
+        fresh = edges[:m].copy()
+        fresh[1:] |= (cls[:-1] == _CRLF) & (kind[1:] != _W) & (chars[1:] != 0x2F)
+        line_firsts = np.flatnonzero(fresh)
+        line_ends = np.append(line_firsts[1:], m)
+        findall = regex.compile(PATTERNS["o200k"]).findall
+        for d in np.unique(np.searchsorted(line_firsts, hard, "right") - 1).tolist():
+            c0, c1 = int(line_firsts[d]), int(line_ends[d])
+            b0 = c0 if where is None else int(where[c0])
+            b1 = len(data) if c1 == m else (c1 if where is None else int(where[c1]))
+            sizes = [len(piece) for piece in findall(data[b0:b1].decode("utf-8"))]
+            starts[c0:c1] = False
+            starts[c0 + np.cumsum([0] + sizes[:-1], dtype=np.int64)] = True
+    return _byte_offsets(starts, where, len(data))
+
+
+def spans(starts, sizes):
+    """Every position of the spans [start, start + size).
+
+    Example: [10, 3], [2, 3] -> [10, 11, 3, 4, 5]
+    """
+    import numpy as np
+
+    return np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
 
 
 def vectorised_splitter(pattern: str):
     """The vectorised pre-tokenizer for a pattern (gpt2_piece_starts, cl100k_piece_starts), or
     None: the regex then does the work."""
-    return {PATTERNS["gpt2"]: gpt2_piece_starts, PATTERNS["cl100k"]: cl100k_piece_starts}.get(pattern)
+    return {PATTERNS["gpt2"]: gpt2_piece_starts, PATTERNS["cl100k"]: cl100k_piece_starts, PATTERNS["o200k"]: o200k_piece_starts}.get(pattern)
 
 
 # Pieces of up to this many bytes are named by one Python int that packs their bytes and length.

@@ -14,7 +14,7 @@ from pathlib import Path
 import regex
 
 from .errors import BpecliError
-from .pretokenize import special_splitter
+from .pretokenize import spans, special_splitter
 
 # Pieces longer than this are merged with a heap over a linked list instead of rescans.
 _LONG_PIECE = 64
@@ -255,7 +255,7 @@ class Tokenizer:
         table_ids = table.ids
         # 3. put the ids of every piece in order, then eot after every document
         piece_sizes = table_sizes[codes]
-        ids = table_ids[_spread(table_starts[codes], piece_sizes)]
+        ids = table_ids[spans(table_starts[codes], piece_sizes)]
         # documents end where pieces do: a document's ids end where its last piece's ids end
         pieces_before = np.searchsorted(starts, doc_starts + lengths, "left")
         ends = np.concatenate(([0], np.cumsum(piece_sizes)))[pieces_before]
@@ -416,7 +416,7 @@ class Tokenizer:
         ids = np.empty(int(counts.sum()), dtype=np.int64)
         starts = np.cumsum(counts) - counts
         ids[starts[is_token]] = tokens.start[slots[is_token]]
-        ids[_spread(starts[merged], merged_counts)] = merged_ids
+        ids[spans(starts[merged], merged_counts)] = merged_ids
         return ids, counts
 
     def _bpe_spans(self, text, starts, sizes):
@@ -431,7 +431,7 @@ class Tokenizer:
         for low, high in ((2, 16), (17, 31), (32, 63), (64, 127), (128, 255), (256, 511), (512, 1024)):
             members = np.flatnonzero((sizes >= low) & (sizes <= high))
             if len(members):
-                symbols = self._byte_ids[text[_spread(starts[members], sizes[members])]]
+                symbols = self._byte_ids[text[spans(starts[members], sizes[members])]]
                 ids, counts[members] = self._bpe_rounds(symbols, sizes[members])
                 found.append((members, ids))
         for i in np.flatnonzero(sizes > 1024).tolist():
@@ -441,7 +441,7 @@ class Tokenizer:
         out = np.empty(int(counts.sum()), dtype=np.int64)
         out_starts = np.cumsum(counts) - counts
         for members, ids in found:
-            out[_spread(out_starts[members], counts[members])] = ids
+            out[spans(out_starts[members], counts[members])] = ids
         return out, counts
 
     def _bpe_rounds(self, symbols, sizes):
@@ -554,7 +554,7 @@ class Tokenizer:
             bad = (block < 0) | (block >= len(lengths)) | (sizes == 0)
             if bad.any():
                 raise BpecliError(f"id {block[bad][0]} is not in the vocabulary (0..{len(lengths) - 1})")
-            blocks.append(data[_spread(starts[block], sizes)].tobytes())
+            blocks.append(data[spans(starts[block], sizes)].tobytes())
         return b"".join(blocks)
 
     def _encode_piece(self, piece: bytes) -> tuple[int, ...]:
@@ -693,17 +693,6 @@ class _PieceTable:
             rest[chosen] = False
             todo, slots = todo[rest], (slots[rest] + 1) & self.mask
         self.count += len(low)
-
-
-def _spread(starts, sizes):
-    """Every position of the spans [start, start + size), one span after another.
-
-    Example: [10, 3], [2, 3] -> [10, 11, 3, 4, 5]
-    """
-    import numpy as np
-
-    total = int(sizes.sum())
-    return np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(total)
 
 
 def join_encoded(results: list[tuple]):

@@ -1,24 +1,24 @@
-"""The vectorised pre-tokenizers (gpt2, cl100k) return exactly the regex's pieces, and the bulk
-encoder built on them exactly tiktoken's ids."""
+"""The vectorised pre-tokenizers (gpt2, cl100k, o200k) return exactly the regex's pieces, and the
+bulk encoder built on them exactly tiktoken's ids."""
 
 import pytest
 import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpecli.pretokenize import PATTERNS, cl100k_piece_starts, gpt2_piece_starts
+from bpecli.pretokenize import PATTERNS, cl100k_piece_starts, gpt2_piece_starts, o200k_piece_starts
 
-FINDALL = regex.compile(PATTERNS["gpt2"]).findall
-CL100K_FINDALL = regex.compile(PATTERNS["cl100k"]).findall
+SPLITTERS = {"gpt2": gpt2_piece_starts, "cl100k": cl100k_piece_starts, "o200k": o200k_piece_starts}
 
-# Adversarial mixes: spaces of every kind, apostrophes and contraction letters, digits and other
-# numbers, combining marks, CJK, emoji, control characters, and anything else.
-TRICKY = st.sampled_from(
-    [" ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "\u2028", "'", "s", "ll", "ve", "re", "t", "d", "m", "L",
-     "5", "²", "½", "Ⅻ", "\u0301", "e\u0301", "字", "😀", "\x00", "\x1c", "\x85", ".", "-", "#", "é",
-     "\r", "\n\n", "S", "LL", "Ve", "rE", "ſ", "K", "(", "123", "4567"]
-)
+# Adversarial mixes: spaces of every kind, apostrophes and contraction letters in any case, digits
+# and other numbers, both letter cases, slashes, combining marks, CJK, emoji, control characters.
+PLAIN = [" ", "  ", "\t", "\n", "\r\n", "\r", "\n\n", "\u00a0", "\u3000", "\u2028", "\x00", "\x1c", "\x85",
+         "'", "s", "ll", "ve", "re", "t", "d", "m", "L", "S", "LL", "lL", "Ve", "rE", "ſ", "K", "ß", "é", "É", "Ω",
+         "Ab", "aB", "ABc", "5", "123", "4567", "²", "½", "Ⅻ", "😀", ".", "-", "#", "(", "/", "\n/", "/\n"]
+TRICKY = st.sampled_from(PLAIN + ["\u0301", "e\u0301", "字", "ǅ", "ʰ"])  # the last: neither upper nor lower case
 MIXES = st.lists(st.one_of(TRICKY, st.text(max_size=3)), max_size=30).map("".join)
+# Only letters with a case: o200k's vectorised rules, not its regex fallback, split every line.
+CASED_MIXES = st.lists(st.sampled_from(PLAIN), max_size=40).map("".join)
 
 
 def vectorised(documents: list[str], split=gpt2_piece_starts) -> list[str]:
@@ -32,17 +32,14 @@ def vectorised(documents: list[str], split=gpt2_piece_starts) -> list[str]:
     return [joined[a:b].decode("utf-8") for a, b in zip(bounds, bounds[1:])]
 
 
-def test_examples():
+def by_regex(documents: list[str], name: str) -> list[str]:
+    return [piece for d in documents for piece in regex.findall(PATTERNS[name], d)]
+
+
+def test_gpt2_examples():
     assert vectorised(["I'm  here"]) == ["I", "'m", " ", " here"]
     assert vectorised(["don't\n\n\n'", "ll x'LL 'sa  "]) == ["don", "'t", "\n\n", "\n", "'", "ll", " x", "'", "LL", " '", "sa", "  "]
     assert vectorised([""]) == [] and vectorised(["", "a", ""]) == ["a"]
-
-
-@settings(max_examples=1000, deadline=None)
-@given(st.lists(MIXES, min_size=1, max_size=4))
-def test_the_same_pieces_as_the_regex(documents):
-    """Documents are edges: each is split as if it were the whole text."""
-    assert vectorised(documents) == [piece for d in documents for piece in FINDALL(d)]
 
 
 def test_cl100k_examples():
@@ -53,10 +50,25 @@ def test_cl100k_examples():
         "1", "b", "  "]
 
 
+def test_o200k_examples():
+    split = o200k_piece_starts
+    assert vectorised(["don't HTMLParser iPhone"], split) == ["don't", " HTMLParser", " i", "Phone"]
+    assert vectorised(["x's's it'sX we'lla", ".\n/abc\n  ", "字AB ok"], split) == [
+        "x's", "'s", " it's", "X", " we'll", "a", ".\n/", "abc", "\n", "  ", "字", "AB", " ok"]
+
+
+@pytest.mark.parametrize("name", sorted(SPLITTERS))
 @settings(max_examples=1000, deadline=None)
-@given(st.lists(MIXES, min_size=1, max_size=4))
-def test_cl100k_the_same_pieces_as_the_regex(documents):
-    assert vectorised(documents, cl100k_piece_starts) == [piece for d in documents for piece in CL100K_FINDALL(d)]
+@given(documents=st.lists(MIXES, min_size=1, max_size=4))
+def test_the_same_pieces_as_the_regex(name, documents):
+    """Documents are edges: each is split as if it were the whole text."""
+    assert vectorised(documents, SPLITTERS[name]) == by_regex(documents, name)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(CASED_MIXES, min_size=1, max_size=4))
+def test_o200k_rules_alone_give_the_regex_pieces(documents):
+    assert vectorised(documents, o200k_piece_starts) == by_regex(documents, "o200k")
 
 
 @settings(max_examples=300, deadline=None)
@@ -68,6 +80,26 @@ def test_bulk_encoding_equals_tiktoken(gpt2, tiktoken_gpt2, documents):
         expected += ids_of_one + [50256]
     assert ids.tolist() == expected
     assert ends.tolist() == [i + 1 for i, token in enumerate(expected) if token == 50256]
+
+
+@pytest.fixture(scope="module")
+def o200k_over_gpt2(gpt2):
+    """o200k's pattern over GPT-2's ranks (the o200k ranks are not among the fixtures): bpecli's
+    and tiktoken's."""
+    tiktoken = pytest.importorskip("tiktoken")
+    from bpecli import Tokenizer
+
+    theirs = tiktoken.Encoding("o200k-over-gpt2", pat_str=PATTERNS["o200k"], mergeable_ranks=gpt2.ranks, special_tokens={})
+    return Tokenizer(ranks=gpt2.ranks, pattern=PATTERNS["o200k"]), theirs
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(st.characters(exclude_categories=("Cn", "Cs"))) | MIXES | CASED_MIXES, min_size=1, max_size=4))
+def test_bulk_encoding_with_the_o200k_pattern_equals_tiktoken(o200k_over_gpt2, documents):
+    ours, theirs = o200k_over_gpt2
+    ids, _ = ours.encode_documents(documents)
+    assert ours._bulk_split is o200k_piece_starts
+    assert ids.tolist() == [i for d in theirs.encode_ordinary_batch(documents) for i in d]
 
 
 def test_long_texts_take_the_vectorised_path_and_agree(gpt2, tiktoken_gpt2, kernel_docs_sample):
@@ -92,7 +124,7 @@ def test_numbering_stays_exact_when_the_hash_collides(monkeypatch):
     assert len(names) == len(expected[0]) == len(set(pieces))
 
 
-@pytest.mark.parametrize("name", ["gpt2", "cl100k"])
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
 def test_counting_pretokens_equals_the_regex(name, tmp_path, kernel_docs_sample):
     """Training counts pre-tokens with the vectorised pre-tokenizer where there is one."""
     from collections import Counter
@@ -101,7 +133,7 @@ def test_counting_pretokens_equals_the_regex(name, tmp_path, kernel_docs_sample)
     from bpecli.pretokenize import count_pretokens
 
     path = tmp_path / "corpus.txt"
-    text = kernel_docs_sample[:500_000] + " it'S  \r\n\t(x) 12345 字字"
+    text = kernel_docs_sample[:500_000] + " it'S  \r\n\t(x) 12345 字字 HTMLParser\n/x"
     path.write_text(text, encoding="utf-8")
     counts = count_pretokens(file_chunks(str(path), 4, ["<|endoftext|>"]), pattern=PATTERNS[name], special_tokens=["<|endoftext|>"])
     expected = Counter(p.encode() for d in text.split("<|endoftext|>") for p in regex.findall(PATTERNS[name], d))
