@@ -169,19 +169,22 @@ def _class_of(code_point: int) -> int:
     return _O
 
 
-_UPPER, _LOWER, _OTHER_LETTER = 1, 2, 3  # o200k's letter cases (0: not a letter)
+_UPPER, _LOWER, _BOTH, _MARK = 1, 2, 3, 4  # letter cases as o200k's two letter classes see them
 _case_cache: dict[int, int] = {}
 
 
 def _case_of(code_point: int) -> int:
-    """Lu; Ll; Lt, Lm, Lo or a mark (o200k counts those as both cases); else 0."""
+    """Lu or Lt (upper); Ll (lower); Lm or Lo (in both of o200k's classes: CJK, for one); a
+    combining mark; else 0."""
     char = chr(code_point)
-    if regex.match(r"\p{Lu}", char):
+    if regex.match(r"[\p{Lu}\p{Lt}]", char):
         return _UPPER
     if regex.match(r"\p{Ll}", char):
         return _LOWER
-    if regex.match(r"[\p{Lt}\p{Lm}\p{Lo}\p{M}]", char):
-        return _OTHER_LETTER
+    if regex.match(r"[\p{Lm}\p{Lo}]", char):
+        return _BOTH
+    if regex.match(r"\p{M}", char):
+        return _MARK
     return 0
 
 
@@ -415,9 +418,8 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
       takes a contraction ('s, 't, 're, 've, 'm, 'll, 'd in any case) right after it;
     - others: a run takes the \\r, \\n and / right after it;
     - whitespace: up to and including its last \\r or \\n, also at the end of a document.
-    Lines holding letters that are neither upper nor lower case (CJK, titlecase, modifier
-    letters) or combining marks, where the pattern's two letter classes overlap, are split by
-    the regex instead.
+    Lines holding combining marks (letters to some of the pattern's classes, others to the rest)
+    are split by the regex instead.
 
     Example: b"don't HTMLParser iPhone" -> [0, 5, 17, 19, 23]  ("don't", " HTMLParser", " i", "Phone")
     """
@@ -428,8 +430,6 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
     where, chars, cls, edges, case = _characters(data, doc_starts, cases=True)
     m = len(cls)
     kind, starts, firsts, ends, run_kind, follows = _runs(cls, edges)
-    # letters: a start at each upper-case letter after a lower-case one
-    starts[1:] |= (case[1:] == _UPPER) & (case[:-1] == _LOWER)
 
     # others followed by \r or \n take the run of \r, \n and / after them (within the document)
     effective = firsts.copy()  # where each run's own pieces start, past what such a run took
@@ -488,6 +488,8 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
                 word_before[i] = False
         length[~word_before] = 0
     suffix = length > 0
+    effective[runs[suffix] + 1] = a[suffix] + 1 + length[suffix]  # the words after a contraction
+    _split_words(starts, case, effective, firsts, ends, run_kind)
     starts[a[suffix]] = False
     starts[(a + 1)[~suffix]] = False  # the character joins the letters after it
     for n in (1, 2):
@@ -500,7 +502,7 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
 
     # lines the rules above do not cover: the regex. A character after \r or \n that is neither
     # whitespace nor "/" always starts a piece, and nothing before it changes what follows.
-    hard = np.flatnonzero(case == _OTHER_LETTER)
+    hard = np.flatnonzero(case == _MARK)
     if len(hard):
         fresh = edges[:m].copy()
         fresh[1:] |= (cls[:-1] == _CRLF) & (kind[1:] != _W) & (chars[1:] != 0x2F)
@@ -515,6 +517,39 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
             starts[c0:c1] = False
             starts[c0 + np.cumsum([0] + sizes[:-1], dtype=np.int64)] = True
     return _byte_offsets(starts, where, len(data))
+
+
+def _split_words(starts, case, effective, firsts, ends, run_kind) -> None:
+    """o200k's starts within runs of letters (from effective: past the letters a contraction
+    took). A word is upper-case letters then lower-case ones (letters of both classes may stand
+    anywhere), so a word starts at each upper-case letter whose nearest cased letter before it,
+    in the same run, is lower-case; and the run's last stretch without lower-case letters ends a
+    word after its last letter of both classes."""
+    import numpy as np
+
+    both = np.flatnonzero(case == _BOTH)
+    if not len(both):  # cased letters only (the common case): upper after lower
+        starts[1:] |= (case[1:] == _UPPER) & (case[:-1] == _LOWER)
+        return
+    cased = np.flatnonzero((case == _UPPER) | (case == _LOWER))
+    run_of = np.searchsorted(firsts, cased, "right") - 1
+    kept = cased >= effective[run_of]
+    cased, run_of = cased[kept], run_of[kept]
+    new_word = np.zeros(len(cased), dtype=bool)
+    new_word[1:] = (case[cased[1:]] == _UPPER) & (case[cased[:-1]] == _LOWER) & (run_of[1:] == run_of[:-1])
+    starts[cased[new_word]] = True
+    # each run's stretch without lower-case letters at its end, from the upper-case letter after
+    # its last lower-case one (or from its start): a start after the stretch's last letter of
+    # both classes, if upper-case letters follow it
+    runs = np.flatnonzero(run_kind == _L)
+    first, end = effective[runs], ends[runs]
+    lower, upper = cased[case[cased] == _LOWER], cased[case[cased] == _UPPER]
+    last_lower = np.append(-1, lower)[np.searchsorted(lower, end)]  # -1: none
+    upper_after = np.append(upper, len(case))[np.searchsorted(upper, last_lower + 1)]
+    stretch = np.where(last_lower >= first, upper_after, first)
+    last_both = np.append(-1, both)[np.searchsorted(both, end)]
+    split = (last_both >= stretch) & (last_both + 1 < end)
+    starts[last_both[split] + 1] = True
 
 
 def spans(starts, sizes):
