@@ -431,7 +431,7 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
     m = len(cls)
     kind, starts, firsts, ends, run_kind, follows = _runs(cls, edges)
 
-    # others followed by \r or \n take the run of \r, \n and / after them (within the document)
+    # 1. others followed by \r or \n take the run of \r, \n and / after them (within the document)
     effective = firsts.copy()  # where each run's own pieces start, past what such a run took
     takers = np.flatnonzero((run_kind == _O) & (follows == _W))
     takers = takers[cls[ends[takers]] == _CRLF]
@@ -451,7 +451,7 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
         part = entered[~in_tail[ends[entered] - 1]]
         effective[part] = f[np.searchsorted(f, firsts[part], "right")]
 
-    # whitespace runs [q, k): up to the last \r or \n; then all but the last character, which
+    # 2. whitespace runs [q, k): up to the last \r or \n; then all but the last character, which
     # letters, or (a space) others after it, join
     runs = np.flatnonzero(run_kind == _W)
     q, k, follows_w = effective[runs], ends[runs], follows[runs]
@@ -466,7 +466,7 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
     joins = tail & ((follows_w == _L) | ((follows_w == _O) & (cls[k - 1] == _SPACE)))
     starts[k[joins]] = False
 
-    # others: one character that starts a piece before letters joins them, unless it is an
+    # 3. others: one character that starts a piece before letters joins them, unless it is an
     # apostrophe whose letters make a contraction of the word before it
     runs = np.flatnonzero((run_kind == _O) & (follows == _L))
     runs = runs[(ends[runs] - effective[runs] == 1)]
@@ -488,7 +488,8 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
                 word_before[i] = False
         length[~word_before] = 0
     suffix = length > 0
-    effective[runs[suffix] + 1] = a[suffix] + 1 + length[suffix]  # the words after a contraction
+    # 4. words, in letters past what a contraction took
+    effective[runs[suffix] + 1] = a[suffix] + 1 + length[suffix]
     _split_words(starts, case, effective, firsts, ends, run_kind)
     starts[a[suffix]] = False
     starts[(a + 1)[~suffix]] = False  # the character joins the letters after it
@@ -500,7 +501,7 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
         after = at + n + 1
         starts[after[after < ends[runs[length == n] + 1]]] = True
 
-    # lines the rules above do not cover: the regex. A character after \r or \n that is neither
+    # 5. lines the rules above do not cover: the regex. A character after \r or \n that is neither
     # whitespace nor "/" always starts a piece, and nothing before it changes what follows.
     hard = np.flatnonzero(case == _MARK)
     if len(hard):
