@@ -265,14 +265,24 @@ class Tokenizer:
         return ids.astype(dtype), ends
 
     @cached_property
+    def _token_arrays(self):
+        """(every ordinary token's bytes end to end, where each starts, its length, its rank),
+        the tokens in the order of ranks; the bulk tables are built from these."""
+        import numpy as np
+
+        sizes = np.fromiter(map(len, self.ranks), dtype=np.int64, count=len(self.ranks))
+        values = np.fromiter(self.ranks.values(), dtype=np.int64, count=len(self.ranks))
+        return b"".join(self.ranks), np.cumsum(sizes) - sizes, sizes, values
+
+    @cached_property
     def _inner_byte_pairs(self):
         """For every two bytes a, b: whether some token holds b right after a (65,536 flags)."""
         import numpy as np
 
-        data = np.frombuffer(b"".join(self.ranks), dtype=np.uint8).astype(np.int64)
-        sizes = np.fromiter(map(len, self.ranks), dtype=np.int64, count=len(self.ranks))
+        joined, starts, _, _ = self._token_arrays
+        data = np.frombuffer(joined, dtype=np.uint8).astype(np.int64)
         inner = np.ones(len(data) - 1, dtype=bool)
-        inner[np.cumsum(sizes)[:-1] - 1] = False  # a token's last byte and the next token's first
+        inner[starts[1:] - 1] = False  # a token's last byte and the next token's first
         flags = np.zeros(1 << 16, dtype=bool)
         flags[(data[:-1] << 8 | data[1:])[inner]] = True
         return flags
@@ -320,11 +330,9 @@ class Tokenizer:
 
         from .pretokenize import PACKED_BYTES, pack_spans
 
-        sizes = np.fromiter(map(len, self.ranks), dtype=np.int64, count=len(self.ranks))
-        values = np.fromiter(self.ranks.values(), dtype=np.int64, count=len(self.ranks))
+        data, starts, sizes, values = self._token_arrays
         short = np.flatnonzero(sizes <= PACKED_BYTES)
-        starts = np.cumsum(sizes) - sizes
-        return _PieceTable.of(*pack_spans(b"".join(self.ranks), starts[short], sizes[short]), values[short])
+        return _PieceTable.of(*pack_spans(data, starts[short], sizes[short]), values[short])
 
     @cached_property
     def _byte_ids(self):
@@ -345,10 +353,7 @@ class Tokenizer:
         ranks = self.ranks
         base = max(ranks.values()) + 1
         tokens = list(ranks)
-        values = np.fromiter(ranks.values(), dtype=np.int64, count=len(ranks))
-        sizes = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-        starts = np.cumsum(sizes) - sizes
-        data = b"".join(tokens)
+        data, starts, sizes, values = self._token_arrays
         short = np.flatnonzero(sizes <= PACKED_BYTES)
         known = self._short_tokens
 
@@ -359,8 +364,7 @@ class Tokenizer:
 
         cut_tokens = short[sizes[short] >= 2]
         token = np.repeat(cut_tokens, sizes[cut_tokens] - 1)  # one row per cut of each token
-        first_cut = np.cumsum(sizes[cut_tokens] - 1) - (sizes[cut_tokens] - 1)
-        cut = np.arange(len(token)) - np.repeat(first_cut, sizes[cut_tokens] - 1) + 1
+        cut = spans(np.ones_like(cut_tokens), sizes[cut_tokens] - 1)  # 1, 2, ..., size - 1
         left = rank_of(starts[token], cut)
         right = rank_of(starts[token] + cut, sizes[token] - cut)
         both = (left >= 0) & (right >= 0)
