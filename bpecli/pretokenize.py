@@ -201,17 +201,11 @@ def _classes(code_points, of=_class_of, known=_class_cache):
 
 
 @cache
-def _ascii_classes():
+def _ascii_table(of):
+    """of(c) for the 128 ASCII code points, as a numpy lookup table."""
     import numpy as np
 
-    return np.array([_class_of(c) for c in range(128)], dtype=np.uint8)
-
-
-@cache
-def _ascii_cases():
-    import numpy as np
-
-    return np.array([_case_of(c) for c in range(128)], dtype=np.uint8)
+    return np.array([of(c) for c in range(128)], dtype=np.uint8)
 
 
 def _characters(data: bytes, doc_starts, cases: bool = False):
@@ -222,12 +216,12 @@ def _characters(data: bytes, doc_starts, cases: bool = False):
     import numpy as np
 
     raw = np.frombuffer(data, dtype=np.uint8)
-    ascii_table = _ascii_classes()
+    ascii_table = _ascii_table(_class_of)
     case = None
     if raw.max() < 0x80:
         where, chars, cls = None, raw, ascii_table[raw]
         if cases:
-            case = _ascii_cases()[raw]
+            case = _ascii_table(_case_of)[raw]
     else:  # characters start at bytes that are not 10xxxxxx; decode the multi-byte ones
         where = np.flatnonzero((raw & 0xC0) != 0x80)
         chars = raw[where]
@@ -244,7 +238,7 @@ def _characters(data: bytes, doc_starts, cases: bool = False):
         cls[~single] = _classes(cp)
         if cases:
             case = np.empty(len(where), dtype=np.uint8)
-            case[single] = _ascii_cases()[chars[single]]
+            case[single] = _ascii_table(_case_of)[chars[single]]
             case[~single] = _classes(cp, _case_of, _case_cache)
     m = len(cls)
     edges = np.zeros(m + 1, dtype=bool)
@@ -352,15 +346,7 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
         not_crlf = np.append(np.flatnonzero(cls != _CRLF), m)
         q[after_other] = np.minimum(not_crlf[np.searchsorted(not_crlf, a[after_other])], k[after_other])
     starts[a] = False
-    starts[q[q < k]] = True
-    middle = (q < k) & (follows_w >= 0)  # runs that more text in the document follows
-    crlf = np.append(-1, np.flatnonzero(cls == _CRLF))
-    last_crlf = crlf[np.searchsorted(crlf, k) - 1]  # the last \r or \n before k (-1: none)
-    t = np.where(middle & (last_crlf >= q), last_crlf + 1, q)  # where the run's tail without \r\n starts
-    starts[t[middle & (t < k)]] = True
-    starts[(k - 1)[middle & (k - t >= 2)]] = True
-    joins = middle & (t < k) & ((follows_w == _L) | ((follows_w == _O) & (cls[k - 1] == _SPACE)))
-    starts[k[joins]] = False
+    _split_whitespace(starts, cls, q, k, follows_w, whole_at_end=True)
 
     # others: one character that starts a piece, then letters: a contraction or one piece
     runs = np.flatnonzero((run_kind == _O) & (ends - firsts == 1) & (follows == _L))
@@ -373,6 +359,30 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
         after = a + 1 + _contraction_letters(data, where, chars, a, letters_end)
         starts[after[(after > a + 1) & (after < letters_end)]] = True
     return _byte_offsets(starts, where, len(data))
+
+
+def _split_whitespace(starts, cls, q, k, follows, *, whole_at_end: bool) -> None:
+    """Starts in whitespace runs [q, k) (q: where each run's own pieces begin, k when others took
+    all of it; follows: the kind after it, -1 at a document's end): a piece up to and including
+    its last \\r or \\n, then all but its last character, then that last character, which letters,
+    or (if it is a space) others after it, join. whole_at_end: a run that ends its document is
+    one piece (cl100k's \\s++$; o200k has none)."""
+    import numpy as np
+
+    live = q < k
+    q, k, follows = q[live], k[live], follows[live]
+    starts[q] = True
+    crlf = np.append(-1, np.flatnonzero(cls == _CRLF))
+    last_crlf = crlf[np.searchsorted(crlf, k) - 1]  # the last \r or \n before k (-1: none)
+    cut = last_crlf >= q
+    if whole_at_end:
+        cut &= follows >= 0
+    t = np.where(cut, last_crlf + 1, q)  # where the run's tail without \r or \n starts
+    starts[t[t < k]] = True
+    tail = (t < k) & (follows >= 0)
+    starts[(k - 1)[tail & (k - t >= 2)]] = True
+    joins = tail & ((follows == _L) | ((follows == _O) & (cls[k - 1] == _SPACE)))
+    starts[k[joins]] = False
 
 
 def _runs(cls, edges):
@@ -454,17 +464,7 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
     # 2. whitespace runs [q, k): up to the last \r or \n; then all but the last character, which
     # letters, or (a space) others after it, join
     runs = np.flatnonzero(run_kind == _W)
-    q, k, follows_w = effective[runs], ends[runs], follows[runs]
-    live = q < k
-    q, k, follows_w = q[live], k[live], follows_w[live]
-    crlf = np.append(-1, np.flatnonzero(cls == _CRLF))
-    last_crlf = crlf[np.searchsorted(crlf, k) - 1]
-    t = np.where(last_crlf >= q, last_crlf + 1, q)  # where the run's tail without \r\n starts
-    starts[t[t < k]] = True
-    tail = (t < k) & (follows_w >= 0)
-    starts[(k - 1)[tail & (k - t >= 2)]] = True
-    joins = tail & ((follows_w == _L) | ((follows_w == _O) & (cls[k - 1] == _SPACE)))
-    starts[k[joins]] = False
+    _split_whitespace(starts, cls, effective[runs], ends[runs], follows[runs], whole_at_end=False)
 
     # 3. others: one character that starts a piece before letters joins them, unless it is an
     # apostrophe whose letters make a contraction of the word before it
