@@ -16,20 +16,61 @@ from .errors import BpecliError
 
 
 class _Command(TyperCommand):
-    """Turns a BpecliError into one line on stderr and exit status 1, for every command."""
+    """Turns every way a command can fail into one line on stderr and a documented exit status:
+    1 for an error, 130 for Ctrl-C, 143 for SIGTERM, 0 when the reader of stdout left early."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except BpecliError as e:
-            typer.echo(f"bpecli: error: {e}", err=True)
-            raise typer.Exit(1) from None
-        except KeyboardInterrupt:  # Ctrl-C: no traceback; finished shards stay for a rerun to keep
-            typer.echo("bpecli: interrupted", err=True)
-            raise typer.Exit(130) from None
+            _fail(f"bpecli: error: {e}", 1)
+        except Terminated:  # finished shards stay for a rerun to keep; workers end quietly
+            _fail("bpecli: terminated", 143)
+        except KeyboardInterrupt:
+            _fail("bpecli: interrupted", 130)
         except BrokenPipeError:  # `bpecli encode ... | head`: the reader left, nothing is wrong
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            _silence_stdout()
             raise typer.Exit(0) from None
+        except OSError as e:  # a full stdout (>/dev/full), a file that vanished: say which
+            _silence_stdout()
+            where = f" ({e.filename})" if e.filename else ""
+            _fail(f"bpecli: error: {e.strerror or e}{where}", 1)
+        except MemoryError:
+            _fail("bpecli: error: out of memory; use fewer --workers or smaller inputs", 1)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main process so that cleanup runs as it does for Ctrl-C."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated
+
+
+def _fail(message: str, status: int):
+    try:
+        typer.echo(message, err=True)
+    except (OSError, ValueError, AttributeError):  # stderr closed too: the status says it
+        pass
+    raise typer.Exit(status) from None
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null so that the interpreter's last flush cannot fail again."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    except OSError:
+        pass
+
+
+def _stdout():
+    """The binary stdout, or an error when the shell closed it (`>&-`)."""
+    if _STREAMS_CLOSED["stdout"]:
+        raise BpecliError("standard output is closed; redirect it to a file (> out.txt) or a pipe")
+    return sys.stdout.buffer
+
+
+_STREAMS_CLOSED = {"stdout": False}
 
 
 app = typer.Typer(
@@ -56,6 +97,12 @@ class Format(str, Enum):
 class Special(str, Enum):
     all = "all"
     none = "none"
+
+
+def _cpus() -> int:
+    from .pretokenize import available_cpus
+
+    return available_cpus()
 
 
 def _show_progress(quiet: bool) -> bool:
@@ -94,7 +141,7 @@ def train(
     out: Annotated[Path, typer.Option(help="Folder to write the tokenizer files into.")],
     special: Annotated[list[str], typer.Option(help="A special token, repeatable; it separates documents.")] = [],
     pattern: Annotated[str, typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex.")] = "gpt2",
-    workers: Annotated[int, typer.Option(min=1, help="Processes that count pre-tokens.")] = os.cpu_count() or 1,
+    workers: Annotated[int, typer.Option(min=1, help="Processes that count pre-tokens (at most the CPUs this process may use).")] = _cpus(),
     min_frequency: Annotated[int, typer.Option(min=0, help="Stop when the best pair is rarer than this.")] = 0,
     errors: Annotated[Errors, typer.Option(help="Invalid UTF-8: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out folder.")] = False,
@@ -102,12 +149,12 @@ def train(
 ) -> None:
     """Train a byte-level BPE tokenizer and write vocab.json, merges.txt, tokenizer.json,
     tokenizer.tiktoken and bpecli.json into --out."""
-    from .corpus import stdin_spooled
+    from .corpus import streams_spooled
     from .trainer import train as train_tokenizer
 
     if out.exists() and not force:
         raise BpecliError(f"{out} exists already; use --force to replace it")
-    with stdin_spooled(inputs) as pairs:
+    with streams_spooled(inputs) as pairs:
         tokenizer = train_tokenizer(
             [path for path, _ in pairs],
             vocab_size=vocab_size,
@@ -138,7 +185,7 @@ def encode(
     special: Annotated[Special, typer.Option(help="all: special tokens in the text become their ids; none: plain text.")] = Special.all,
     out: Annotated[Optional[Path], typer.Option(help="Write .npy token shards and manifest.json into this folder.")] = None,
     shard_tokens: Annotated[int, typer.Option(min=1, help="Tokens per shard (the last one holds the rest).")] = 100_000_000,
-    workers: Annotated[int, typer.Option(min=1, help="Processes that encode (with --out).")] = os.cpu_count() or 1,
+    workers: Annotated[int, typer.Option(min=1, help="Processes that encode, with --out (at most the CPUs this process may use).")] = _cpus(),
     eot: Annotated[Optional[str], typer.Option(help="Token written after every document: a special token, an id, or none. [default: <|endoftext|> if the tokenizer has it]")] = None,
     text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
     dtype: Annotated[Dtype, typer.Option(help="Shard dtype: auto is uint16 when every id fits, else uint32.")] = Dtype.auto,
@@ -156,29 +203,29 @@ def encode(
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if out is not None:
         return _encode_to_shards(tok, inputs or ["-"], out, shard_tokens, workers, eot, text_column, dtype, errors, force, quiet)
-    from .corpus import read_text
+    from .corpus import ERRORS_HINT, read_text
 
     allow_special = special is Special.all
-    stdout = sys.stdout
+    stdout = _stdout()
     for name in inputs or ["-"]:
-        text = read_text(name, errors=errors.value)
+        text = read_text(name, errors=errors.value, hint=ERRORS_HINT)
         units = text.split("\n") if lines else [text]
         if lines and text.endswith("\n"):
             units.pop()
         for number, unit in enumerate(units, 1):
             ids = tok.encode(unit, special=allow_special)
-            stdout.write(_render_ids(tok, ids, format, name, number if lines else None) + "\n")
+            stdout.write((_render_ids(tok, ids, format, name, number if lines else None) + "\n").encode())
     stdout.flush()
 
 
 def _encode_to_shards(tok, inputs, out, shard_tokens, workers, eot, text_column, dtype, errors, force, quiet) -> None:
     from tqdm import tqdm
 
-    from .corpus import stdin_spooled
+    from .corpus import streams_spooled
     from .shards import resolve_eot, write_shards
 
     eot_id = resolve_eot(tok, eot)
-    with stdin_spooled(inputs) as pairs:
+    with streams_spooled(inputs) as pairs:
         sizes = [os.path.getsize(p) for p, _ in pairs if os.path.isfile(p)]
         with tqdm(total=sum(sizes), unit="B", unit_scale=True, desc="encoding", disable=not _show_progress(quiet)) as bar:
             run = write_shards(
@@ -225,8 +272,9 @@ def decode(
 
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     text = tok.decode(read_ids(input), errors=errors.value)
-    sys.stdout.buffer.write(text.encode("utf-8", errors="surrogateescape"))
-    sys.stdout.buffer.flush()
+    stdout = _stdout()
+    stdout.write(text.encode("utf-8", errors="surrogateescape"))
+    stdout.flush()
 
 
 class Peer(str, Enum):
@@ -276,12 +324,15 @@ def inspect(
 
 
 def _print_json(document) -> None:
-    sys.stdout.write(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+    stdout = _stdout()
+    stdout.write((json.dumps(document, indent=1, ensure_ascii=False) + "\n").encode())
+    stdout.flush()
 
 
 def _console():
     from rich.console import Console
 
+    _stdout()  # a closed stdout is an error, not output thrown away
     return Console(width=min(80, Console().width), highlight=False)
 
 
@@ -327,9 +378,10 @@ def _inspect_text(tok, text: str, as_json: bool) -> None:
     if as_json:
         return _print_json({"count": len(ids), "ids": ids, "tokens": tokens})
     if not sys.stdout.isatty():
-        for i, token in zip(ids, tokens):
-            sys.stdout.write(f"{i}\t{token}\n")
-        sys.stdout.write(f"{len(ids)} tokens\n")
+        stdout = _stdout()
+        stdout.write("".join(f"{i}\t{token}\n" for i, token in zip(ids, tokens)).encode())
+        stdout.write(f"{len(ids)} tokens\n".encode())
+        stdout.flush()
         return
     from rich.text import Text
 
@@ -398,4 +450,14 @@ def bench(
 
 
 def main() -> None:
+    import signal
+
+    # `cmd >&-` or `<&-` leave None in sys.stdout / sys.stdin: stand-ins keep click working, and the
+    # commands say what is wrong when they need the real one (corpus.read_bytes for stdin)
+    if sys.stdout is None:
+        _STREAMS_CLOSED["stdout"] = True
+        sys.stdout = open(os.devnull, "w")
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")
+    signal.signal(signal.SIGTERM, _on_sigterm)
     app()

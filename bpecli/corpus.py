@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import os
+import re
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -24,37 +27,96 @@ class Chunk:
     end: int
 
 
+def is_stream(path: str | Path) -> bool:
+    """A FIFO, `<(...)`, /dev/stdin or any other input that is not a regular file: it can be read
+    once, front to back, and has no size to cut into ranges."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _open_error(path, e: OSError) -> InputError:
+    if isinstance(e, FileNotFoundError):
+        return InputError(f"{path}: no such file")
+    if isinstance(e, IsADirectoryError):
+        return InputError(f"{path}: is a directory, not a text file")
+    if isinstance(e, PermissionError):
+        return InputError(f"{path}: permission denied")
+    return InputError(f"{path}: cannot read ({e.strerror or e})")
+
+
 def open_mmap(path: str | Path) -> mmap.mmap | bytes:
-    """Map a file read-only; an empty file gives b"" (mmap refuses length 0)."""
+    """Map a file read-only; an empty file gives b"" (mmap refuses length 0), and a stream (see
+    is_stream) is read whole."""
     try:
         with open(path, "rb") as f:
-            if os.fstat(f.fileno()).st_size == 0:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return f.read()
+            if info.st_size == 0:
                 return b""
             return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a text file") from None
-    except PermissionError:
-        raise InputError(f"{path}: permission denied") from None
     except OSError as e:
-        raise InputError(f"{path}: cannot read ({e.strerror or e})") from None
+        raise _open_error(path, e) from None
 
 
-def spool_stdin(directory: str | None = None) -> str:
-    """Copy standard input to a temporary file so it can be mapped like any other input."""
-    fd, name = tempfile.mkstemp(prefix="bpecli-stdin-", suffix=".txt", dir=directory)
-    with os.fdopen(fd, "wb") as out:
-        shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
-    return name
+def read_range(path: str, label: str, start: int, end: int) -> bytes:
+    """Bytes start..end of a file, read (not mapped: a file cut short while mapped kills the
+    process with SIGBUS); a file that no longer holds them is an error, never fewer bytes."""
+    try:
+        with open(path, "rb") as f:
+            data = os.pread(f.fileno(), end - start, start)
+            size = os.fstat(f.fileno()).st_size
+    except OSError as e:
+        raise _open_error(label, e) from None
+    if len(data) != end - start:
+        raise InputError(f"{label} changed while bpecli read it (now {size:,} bytes, bytes up to {end:,} expected); "
+                         "rerun once it no longer changes")
+    return data
+
+
+def _stdin_buffer():
+    if sys.stdin is None:
+        raise InputError("standard input is closed; name an input file or pipe text in")
+    return sys.stdin.buffer
+
+
+def spool(name: str, directory: str | None = None) -> str:
+    """Copy a stream ("-" for stdin, a FIFO...) to a temporary file so it can be read in ranges
+    like any other input; the copy is removed again if it cannot be made whole."""
+    source = _stdin_buffer() if name == "-" else None
+    fd, path = tempfile.mkstemp(prefix="bpecli-stdin-", suffix=".txt", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            if source is None:
+                with open(name, "rb") as source:
+                    shutil.copyfileobj(source, out, 1 << 20)
+            else:
+                shutil.copyfileobj(source, out, 1 << 20)
+    except OSError as e:
+        os.unlink(path)
+        label = "standard input" if name == "-" else name
+        if e.filename is None or e.filename == path:
+            raise InputError(f"cannot copy {label} to {os.path.dirname(path)} ({e.strerror or e}); "
+                             "set TMPDIR to a folder with room") from None
+        raise _open_error(label, e) from None
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path
 
 
 @contextmanager
-def stdin_spooled(names: list[str]):
-    """(path, label) for each input name, "-" (stdin) copied to a temporary file first and
-    removed afterwards, so that every input can be mapped like a file."""
-    spooled = {name: spool_stdin() for name in names if name == "-"}
+def streams_spooled(names: list[str]):
+    """(path, label) for each input name; stdin ("-") and other streams (FIFOs, `<(...)`) are
+    copied to temporary files first and removed afterwards, so that every input can be read in
+    byte ranges like a file."""
+    spooled: dict[str, str] = {}
     try:
+        for name in names:
+            if (name == "-" or is_stream(name)) and name not in spooled:
+                spooled[name] = spool(name)
         yield [(spooled.get(name, name), "<stdin>" if name == "-" else name) for name in names]
     finally:
         for path in spooled.values():
@@ -95,33 +157,65 @@ def file_chunks(path: str, n_chunks: int, special_tokens: list[str]) -> list[Chu
 
 def read_chunk(chunk: Chunk, errors: str = "strict") -> str:
     """Decode one chunk as UTF-8; invalid bytes are an error naming the file, line and byte."""
-    data = open_mmap(chunk.path)
-    return decode_utf8(data[chunk.start : chunk.end], chunk.path, errors=errors, whole=data, offset=chunk.start)
+    raw = read_range(chunk.path, chunk.path, chunk.start, chunk.end)
+    return decode_utf8(raw, chunk.path, errors=errors, offset=chunk.start, hint=ERRORS_HINT,
+                       lines_before=lambda: _lines_before(chunk.path, chunk.start))
 
 
-def decode_utf8(raw: bytes, name: str, *, errors: str = "strict", whole=None, offset: int = 0, first_line: int = 1) -> str:
-    """raw as text; invalid UTF-8 is an error that says where (line and byte of whole, if given)."""
+# The hint for invalid UTF-8, for the commands that have --errors.
+ERRORS_HINT = "to carry on with U+FFFD in its place, use --errors replace"
+# Leading bytes of compressed formats, to say so instead of "invalid UTF-8".
+_MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz",
+          b"PK\x03\x04": "zip", b"\x04\x22\x4d\x18": "lz4", b"PAR1": "Parquet"}
+
+
+def decode_utf8(raw: bytes, name: str, *, errors: str = "strict", offset: int = 0, first_line: int = 1,
+                hint: str | None = None, lines_before=None) -> str:
+    """raw as text; invalid UTF-8 is an error that says where (line and byte). lines_before()
+    counts the lines of the file before raw, when raw does not start it; hint says what to do."""
     try:
         return raw.decode("utf-8", errors=errors)
     except UnicodeDecodeError as e:
+        if offset == 0:
+            kind = next((kind for magic, kind in _MAGIC.items() if raw.startswith(magic)), None)
+            if kind is not None:
+                raise InputError(
+                    f"{name}: holds {kind} data, not text; bpecli reads .gz, .zst and .bz2 files (named so) "
+                    "and .parquet, or decompress it and pipe it in (-)"
+                ) from None
         where = offset + e.start
-        line = (raw if whole is None else whole)[:where].count(b"\n") + first_line
+        line = raw[: e.start].count(b"\n") + (lines_before() + 1 if lines_before else first_line)
         raise InputError(
-            f"{name}:{line}: invalid UTF-8 at byte {where} ({raw[e.start:e.start + 4]!r}); "
-            "to carry on with U+FFFD in its place, use --errors replace"
+            f"{name}:{line}: invalid UTF-8 at byte {where} ({raw[e.start:e.start + 4]!r})" + (f"; {hint}" if hint else "")
         ) from None
 
 
+def _lines_before(path: str, offset: int) -> int:
+    return bytes(open_mmap(path)[:offset]).count(b"\n")
+
+
 def read_bytes(name: str) -> bytes:
-    """The whole of a file, or of stdin for "-"."""
+    """The whole of a file (decompressed if it is named .gz, .zst or .bz2), or of stdin for "-"."""
     if name == "-":
-        return sys.stdin.buffer.read()
-    data = open_mmap(name)
-    return bytes(data)
+        return _stdin_buffer().read()
+    compression = COMPRESSIONS.get(Path(name).suffix)
+    if compression:
+        import pyarrow as pa
+
+        try:
+            with pa.input_stream(name, compression=compression) as stream:
+                return stream.read()
+        except FileNotFoundError:
+            raise InputError(f"{name}: no such file") from None
+        except (OSError, pa.ArrowException) as e:
+            raise InputError(f"{name}: cannot read or decompress ({e})") from None
+    return bytes(open_mmap(name))
 
 
-def read_text(name: str, errors: str = "strict") -> str:
-    return decode_utf8(read_bytes(name), "<stdin>" if name == "-" else name, errors=errors)
+def read_text(name: str, errors: str = "strict", hint: str | None = None) -> str:
+    """The text of a file or stdin; hint is what to suggest for invalid UTF-8 (ERRORS_HINT where
+    the command has --errors)."""
+    return decode_utf8(read_bytes(name), "<stdin>" if name == "-" else name, errors=errors, hint=hint)
 
 
 def read_ids(name: str):
@@ -138,15 +232,18 @@ def read_ids(name: str):
             raise InputError(f"{name}: expected a 1-d integer array, found {array.dtype} of shape {array.shape}")
         return array
     text = read_text(name)
-    try:
+    if _IDS.fullmatch(text):  # int() alone would take "²"'s neighbours "١" and "1_0"
         return list(map(int, text.split()))
-    except ValueError:
-        label = "<stdin>" if name == "-" else name
-        for number, line in enumerate(text.splitlines(), 1):
-            for word in line.split():
-                if not word.lstrip("-").isdigit():
-                    raise InputError(f"{label}:{number}: {word[:40]!r} is not a token id (expected integers)") from None
-        raise
+    label = "<stdin>" if name == "-" else name
+    for number, line in enumerate(text.splitlines(), 1):
+        for word in line.split():
+            if not _ID.fullmatch(word):
+                raise InputError(f"{label}:{number}: {word[:40]!r} is not a token id (expected integers 0, 1, 2, ...)")
+    raise InputError(f"{label}: holds something other than token ids and spaces")
+
+
+_IDS = re.compile(r"[0-9\s]*", re.ASCII)
+_ID = re.compile(r"[0-9]+", re.ASCII)
 
 
 # ---- documents for encoding to shards: text, JSONL and Parquet, plain or compressed -----------
@@ -215,9 +312,7 @@ def _parquet_parts(path: str, label: str, column: str) -> Iterator[Part]:
         metadata = parquet.ParquetFile(path).metadata
     except (OSError, ArrowException) as e:
         raise InputError(f"{label}: not a readable Parquet file ({e})") from None
-    names = metadata.schema.names
-    if column not in names:
-        raise InputError(f"{label}: no column {column!r} (it has {', '.join(names)}); name one with --text-column")
+    parquet_text_column(metadata.schema.to_arrow_schema(), column, label)
     row = 0
     for group in range(metadata.num_row_groups):
         yield Part(path, label, "parquet", start=group, first_line=row + 1)
@@ -259,25 +354,27 @@ def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: list
             line += part.count(b"\n")
 
 
-def read_documents(part: Part, *, splitter, text_column: str = "text", errors: str = "strict") -> tuple[list[str], int]:
-    """The non-empty documents of a part and the number of bytes they came from. splitter is
-    the compiled special-token splitter for text inputs (see pretokenize.special_splitter).
+def read_documents(part: Part, *, splitter, text_column: str = "text", errors: str = "strict") -> tuple[list[str], int, str]:
+    """The non-empty documents of a part, the number of bytes they came from, and the sha256 of
+    what was read (a rerun checks that its inputs still hold the same bytes). splitter is the
+    compiled special-token splitter for text inputs (see pretokenize.special_splitter).
 
-    Example: text part b"a<|endoftext|>b<|endoftext|>" -> (["a", "b"], 28)
+    Example: text part b"a<|endoftext|>b<|endoftext|>" -> (["a", "b"], 28, "9f2c...")
     """
     if part.kind == "parquet":
         return _parquet_documents(part, text_column)
     if part.data is None:
-        whole = open_mmap(part.path)
-        raw = whole[part.start : part.end]
-        text = decode_utf8(raw, part.label, errors=errors, whole=whole, offset=part.start)
+        raw = read_range(part.path, part.label, part.start, part.end)
+        text = decode_utf8(raw, part.label, errors=errors, offset=part.start, hint=ERRORS_HINT,
+                           lines_before=lambda: _lines_before(part.path, part.start))
     else:
         raw = part.data
-        text = decode_utf8(raw, part.label, errors=errors, first_line=part.first_line)
+        text = decode_utf8(raw, part.label, errors=errors, first_line=part.first_line, hint=ERRORS_HINT)
+    digest = hashlib.sha256(raw).hexdigest()
     if part.kind == "text":
         documents = splitter.split(text)[::2] if splitter else [text]
-        return [d for d in documents if d], len(raw)
-    return _jsonl_documents(text, part, text_column), len(raw)
+        return [d for d in documents if d], len(raw), digest
+    return _jsonl_documents(text, part, text_column), len(raw), digest
 
 
 def _jsonl_documents(text: str, part: Part, column: str) -> list[str]:
@@ -287,37 +384,81 @@ def _jsonl_documents(text: str, part: Part, column: str) -> list[str]:
     for i, line in enumerate(text.split("\n")):
         if not line.strip():
             continue
+        where = lambda: f"{part.label}:{_line_number(part, i)}"  # noqa: E731 (counted only for an error)
         try:
-            value = json.loads(line)[column]
-            if not isinstance(value, str):
-                raise TypeError
+            record = json.loads(line)
         except json.JSONDecodeError as e:
-            raise InputError(f"{part.label}:{_line_number(part, i)}: not valid JSON ({e.msg})") from None
-        except (KeyError, TypeError, IndexError):
-            raise InputError(
-                f"{part.label}:{_line_number(part, i)}: no text in field {column!r}; name the field with --text-column"
-            ) from None
+            raise InputError(f"{where()}: not valid JSON ({e.msg})") from None
+        if not isinstance(record, dict):
+            raise InputError(f"{where()}: a JSON {_json_kind(record)}, not an object with a {column!r} field")
+        if column not in record:
+            fields = ", ".join(map(repr, list(record)[:8])) or "none"
+            raise InputError(f"{where()}: no field {column!r} (fields: {fields}); name the text field with --text-column")
+        value = record[column]
+        if not isinstance(value, str):
+            raise InputError(f"{where()}: field {column!r} holds a JSON {_json_kind(value)}, not a string of text")
         if value:
             documents.append(value)
     return documents
+
+
+def _json_kind(value) -> str:
+    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}.get(type(value), "null")
 
 
 def _line_number(part: Part, index: int) -> int:
     """The line number of line `index` of a part (counted only when an error needs it)."""
     if part.data is not None:
         return part.first_line + index
-    return open_mmap(part.path)[: part.start].count(b"\n") + 1 + index
+    return _lines_before(part.path, part.start) + 1 + index
 
 
-def _parquet_documents(part: Part, column: str) -> tuple[list[str], int]:
-    from pyarrow import ArrowException, compute, parquet
+def parquet_text_column(schema, column: str, label: str):
+    """The path to the text column: a top-level name, or "outer.inner" for a field of a struct.
+    Anything but text (dictionary-encoded text is text) is an error saying what it holds."""
+    import pyarrow as pa
+
+    names = column.split(".")
+    if names[0] not in schema.names:
+        raise InputError(f"{label}: no column {column!r} (it has {', '.join(schema.names)}); name one with --text-column")
+    kind = schema.field(names[0]).type
+    for depth, name in enumerate(names[1:], 1):
+        if not pa.types.is_struct(kind) or kind.get_field_index(name) < 0:
+            raise InputError(f"{label}: column {'.'.join(names[:depth])!r} has no field {name!r} ({kind})")
+        kind = kind.field(name).type
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    if pa.types.is_struct(kind):
+        fields = ", ".join(f"{column}.{kind.field(i).name}" for i in range(kind.num_fields))
+        raise InputError(f"{label}: column {column!r} is a struct; name its text field with --text-column ({fields})")
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        raise InputError(f"{label}: column {column!r} holds lists ({kind}), not one text per row; "
+                         "flatten it first, or name another column with --text-column")
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or str(kind) == "string_view"):
+        raise InputError(f"{label}: column {column!r} holds {kind}, not text; name a text column with --text-column")
+    return names
+
+
+def _parquet_documents(part: Part, column: str) -> tuple[list[str], int, str]:
+    import pyarrow as pa
+    from pyarrow import compute, parquet
 
     try:
-        values = parquet.ParquetFile(part.path).read_row_group(part.start, columns=[column]).column(0)
-    except (OSError, ArrowException) as e:
+        file = parquet.ParquetFile(part.path)
+        names = parquet_text_column(file.schema_arrow, column, part.label)
+        values = file.read_row_group(part.start, columns=[names[0]]).column(0)
+    except (OSError, pa.ArrowException) as e:
         raise InputError(f"{part.label}: cannot read row group {part.start} ({e})") from None
+    for name in names[1:]:
+        values = compute.struct_field(values, name)
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    values = values.cast(pa.large_string()).combine_chunks()
+    if values.null_count:
+        row = part.first_line + compute.index(compute.is_null(values), True).as_py()
+        raise InputError(f"{part.label}: row {row}: column {column!r} is null, not text")
+    digest = hashlib.sha256()
+    for buffer in values.buffers()[1:]:
+        digest.update(buffer)
     documents = values.to_pylist()
-    for row, value in enumerate(documents):
-        if not isinstance(value, str):
-            raise InputError(f"{part.label}: row {part.first_line + row}: column {column!r} holds {type(value).__name__}, not text")
-    return [d for d in documents if d], compute.sum(compute.binary_length(values)).as_py() or 0
+    return [d for d in documents if d], compute.sum(compute.binary_length(values)).as_py() or 0, digest.hexdigest()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+import os
+import signal
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -120,14 +122,28 @@ def _chunk_counter(workers: int, init_args: tuple):
         yield lambda chunks: pool.imap_unordered(_count_chunk, chunks)
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity, which containers and taskset narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity outside Linux
+        return os.cpu_count() or 1
+
+
 def process_pool(workers: int, initializer, initargs: tuple):
-    """A pool of worker processes, each set up once by initializer(*initargs). fork shares the
-    parent's imported modules and tables for free; spawn where there is no fork."""
+    """A pool of worker processes (no more than the CPUs: more would only take turns), each set
+    up once by initializer(*initargs). fork shares the parent's imported modules and tables for
+    free; spawn where there is no fork."""
     method = "fork" if "fork" in get_all_start_methods() else "spawn"
+    workers = max(1, min(workers, available_cpus()))
     return get_context(method).Pool(workers, initializer=_start_worker, initargs=(initializer, initargs))
 
 
 def _start_worker(initializer, initargs: tuple) -> None:
+    # Ctrl-C and SIGTERM are the parent's to handle: it stops the pool, whose workers then end
+    # quietly instead of each printing a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     keep_freed_memory()
     initializer(*initargs)
 

@@ -12,9 +12,11 @@ import hashlib
 import io
 import json
 import os
+import re
 import time
 from collections import deque
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +77,9 @@ def resolve_dtype(tokenizer: Tokenizer, dtype: str = "auto") -> str:
     """uint16 when every id fits, else uint32; a dtype asked for must hold every id."""
     top = max(tokenizer.decoder)
     if dtype == "auto":
+        if top > np.iinfo(np.uint32).max:
+            raise BpecliError(f"the tokenizer's ids go up to {top:,}, past uint32 (the widest shard dtype); "
+                              "renumber its special tokens below 2**32")
         return "uint16" if top <= np.iinfo(np.uint16).max else "uint32"
     if dtype not in ("uint16", "uint32"):
         raise BpecliError(f"--dtype {dtype!r}: expected auto, uint16 or uint32")
@@ -108,40 +113,90 @@ def write_shards(
     out = Path(out_dir)
     pairs = [(item, item) if isinstance(item, str) else item for item in inputs]
     settings = _settings(tokenizer, pairs, shard_tokens, eot, text_column, resolve_dtype(tokenizer, dtype))
-    found = _prepare(out, settings, force)
-    if isinstance(found, dict):
-        return ShardRun(out, found, "complete")
-    kept = found
-
-    separators = document_separators(tokenizer)
-    parts = document_parts(pairs, separators=separators, text_column=text_column)
-    init_args = (tokenizer, eot, settings["dtype"], separators, text_column, errors)
-    tokenizer.prepare_bulk()
-    writer = _ShardWriter(out, settings, kept)
-    resume_part, skip = (kept[-1]["next_part"], kept[-1]["skip"]) if kept else (0, 0)
-    n_bytes = 0
-    try:
-        todo = _parts_from(parts, resume_part, progress)
-        for index, (ids, doc_ends, part_bytes) in _encode_in_order(todo, workers, init_args):
-            writer.write(ids, doc_ends, index, skip if index == resume_part else 0)
-            n_bytes += part_bytes
-            if progress is not None:
-                progress.update(part_bytes)
-                progress.set_postfix_str(f"{writer.total_tokens / (time.perf_counter() - started):,.0f} tokens/s", refresh=False)
-        manifest = writer.finish()
-    finally:
-        writer.discard()
+    _make_folder(out)
+    with _locked(out):
+        found = _prepare(out, settings, force)
+        if isinstance(found, dict):
+            return ShardRun(out, found, "complete")
+        kept = found
+        separators = document_separators(tokenizer)
+        parts = document_parts(pairs, separators=separators, text_column=text_column)
+        init_args = (tokenizer, eot, settings["dtype"], separators, text_column, errors)
+        tokenizer.prepare_bulk()
+        writer = _ShardWriter(out, settings, kept)
+        resume_part, skip = (kept[-1]["next_part"], kept[-1]["skip"]) if kept else (0, 0)
+        n_bytes = 0
+        try:
+            todo = _parts_from(parts, resume_part, writer, separators, text_column, errors, progress)
+            for index, part, (ids, doc_ends, part_bytes, digest) in _encode_in_order(todo, workers, init_args):
+                writer.read(index, part.label, digest)
+                writer.write(ids, doc_ends, index, skip if index == resume_part else 0)
+                n_bytes += part_bytes
+                if progress is not None:
+                    progress.update(part_bytes)
+                    progress.set_postfix_str(f"{writer.total_tokens / (time.perf_counter() - started):,.0f} tokens/s", refresh=False)
+            _check_unchanged(pairs, settings)
+            manifest = writer.finish(pairs)
+        finally:
+            writer.discard()
     return ShardRun(out, manifest, "resumed" if kept else "written", len(kept), time.perf_counter() - started, n_bytes)
+
+
+LOCK = ".bpecli-lock"
+
+
+def _make_folder(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out} is a file, not a folder for shards; choose another --out")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"cannot make {out} ({e.strerror or e}); choose an --out you can write to") from None
+
+
+@contextmanager
+def _locked(out: Path):
+    """Hold an exclusive lock on the folder for the whole run: two runs writing the same shards
+    would interleave them."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): run unguarded
+        yield
+        return
+    try:
+        handle = open(out / LOCK, "a")
+    except OSError as e:
+        raise OutputError(f"cannot write into {out} ({e.strerror or e}); choose an --out you can write to") from None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise OutputError(f"another bpecli is writing {out}; wait for it to finish, or choose another --out") from None
+        yield
+
+
+def _input_identity(path: str, label: str) -> dict:
+    """What says an input is the same file as before: its size and, for a real file, the time it
+    was last modified (a spooled stream has none; the checksums of its parts stand for it)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        raise InputError(f"{label}: no such file") from None
+    spooled = label == "<stdin>" or os.path.basename(path).startswith("bpecli-stdin-")
+    return {"path": label, "size": info.st_size, "mtime_ns": None if spooled else info.st_mtime_ns}
+
+
+def _check_unchanged(pairs, settings) -> None:
+    """Every input still has the size and time it had when the run began."""
+    for (path, label), before in zip(pairs, settings["inputs"]):
+        if _input_identity(path, label) != before:
+            raise InputError(f"{label} changed while bpecli read it; the shards written so far are kept "
+                             "unfinished: rerun once it no longer changes (--force starts afresh)")
 
 
 def _settings(tokenizer, inputs, shard_tokens, eot, text_column, dtype) -> dict:
     """Everything a shard folder's content depends on; a rerun resumes only if these are equal."""
-    sizes = []
-    for path, label in inputs:
-        try:
-            sizes.append({"path": label, "size": os.path.getsize(path)})
-        except OSError:
-            raise InputError(f"{label}: no such file") from None
+    identities = [_input_identity(path, label) for path, label in inputs]
     return {
         "format_version": FORMAT_VERSION,
         "tokenizer": {
@@ -153,43 +208,67 @@ def _settings(tokenizer, inputs, shard_tokens, eot, text_column, dtype) -> dict:
         "dtype": dtype,
         "shard_tokens": shard_tokens,
         "text_column": text_column,
-        "inputs": sizes,
+        "inputs": identities,
     }
 
 
-def _same_run(document: dict, settings: dict) -> bool:
-    return all(document.get(key) == value for key, value in json.loads(json.dumps(settings)).items())
+def _differences(document: dict, settings: dict) -> list[str]:
+    """What differs between a folder's run and this one, in words; empty if they are the same run.
+
+    Example: ["shard_tokens 1000 there, 2000 now", "input a.txt: modified since"]
+    """
+    settings = json.loads(json.dumps(settings))
+    found = []
+    for key, value in settings.items():
+        there = document.get(key)
+        if there == value:
+            continue
+        if key == "inputs" and isinstance(there, list):
+            names = [item.get("path") if isinstance(item, dict) else item for item in there]
+            if names != [item["path"] for item in value]:
+                found.append(f"inputs {', '.join(map(str, names))} there, {', '.join(i['path'] for i in value)} now")
+            for old, new in zip(there, value):
+                if old != new and isinstance(old, dict):
+                    what = f"{old.get('size'):,} -> {new['size']:,} bytes" if old.get("size") != new["size"] else "modified since"
+                    found.append(f"input {new['path']}: {what}")
+        elif key == "tokenizer":
+            found.append("another tokenizer (its files, pattern or special tokens differ)")
+        else:
+            found.append(f"{key} {json.dumps(there)} there, {json.dumps(value)} now")
+    return found
 
 
 def _prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
     """The finished manifest if out holds this very run complete; else the shards kept from an
     interrupted run of it (checksums verified), with everything else of ours cleared away."""
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"{out} is a file, not a folder for shards")
-    out.mkdir(parents=True, exist_ok=True)
     manifest_path, journal_path = out / MANIFEST, out / JOURNAL
     if force:
         _clear(out, keep=0)
         return []
     if manifest_path.exists():
-        manifest = _read_json(manifest_path)
-        if _same_run(manifest, settings):
+        manifest = read_manifest(manifest_path)
+        differs = _differences(manifest, settings)
+        if not differs:
             return manifest
-        raise OutputError(f"{out} holds shards of another run (other inputs, tokenizer or options); use --force to rebuild")
+        raise OutputError(f"{out} holds shards of another run ({'; '.join(differs)}); use --force to rebuild")
     kept: list[dict] = []
     if journal_path.exists():
         journal = _read_json(journal_path)
-        if not _same_run(journal.get("settings", {}), settings):
-            raise OutputError(f"{out} holds an unfinished run with other inputs, tokenizer or options; use --force to restart")
-        for shard in journal.get("shards", []):
+        differs = _differences(journal.get("settings") or {}, settings)
+        if differs:
+            raise OutputError(f"{out} holds an unfinished run of other settings ({'; '.join(differs)}); use --force to restart")
+        recorded = journal.get("parts")
+        if not isinstance(recorded, list):
+            raise OutputError(f"{journal_path}: damaged; use --force to restart")
+        for shard in _checked_shards(journal_path, journal):
             path = out / shard["file"]
             if not path.is_file() or file_sha256(path) != shard["sha256"]:
                 break
             kept.append(shard)
     elif any(out.glob("shard_*.npy")):
-        raise OutputError(f"{out} holds shards that this run did not write; use --force to replace them")
+        raise OutputError(f"{out} holds shards that bpecli did not record writing; use --force to replace them")
     _clear(out, keep=len(kept))
-    return kept
+    return [dict(shard, parts=recorded) for shard in kept]
 
 
 def _clear(out: Path, keep: int) -> None:
@@ -198,8 +277,9 @@ def _clear(out: Path, keep: int) -> None:
     (out / MANIFEST).unlink(missing_ok=True)
     if keep == 0:
         (out / JOURNAL).unlink(missing_ok=True)
-    for path in out.glob(".shard_*.npy.partial"):
-        path.unlink()
+    for pattern in (".shard_*.npy.partial", MANIFEST + ".partial", JOURNAL + ".partial"):
+        for path in out.glob(pattern):
+            path.unlink()
     for path in out.glob("shard_*.npy"):
         if path.name >= shard_name(keep):
             path.unlink()
@@ -215,6 +295,36 @@ def _read_json(path: Path) -> dict:
     return document
 
 
+def _checked_shards(path: Path, document: dict) -> list[dict]:
+    """The shards a manifest or journal lists, each checked to have the fields bpecli wrote."""
+    shards = document.get("shards")
+    fields = {"file": str, "tokens": int, "documents": int, "sha256": str}
+    if not isinstance(shards, list) or not all(
+        isinstance(shard, dict) and all(isinstance(shard.get(k), t) for k, t in fields.items())
+        and _SHARD_NAME.fullmatch(shard["file"]) for shard in shards
+    ):
+        raise OutputError(f"{path}: damaged (its list of shards is missing or malformed); "
+                          "encode again with --force to rebuild the folder")
+    return shards
+
+
+_SHARD_NAME = re.compile(r"shard_[0-9]{5,}\.npy")
+
+
+def read_manifest(path: Path) -> dict:
+    """A manifest.json, checked to be one this bpecli can read."""
+    manifest = _read_json(path)
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise OutputError(f"{path}: format_version {manifest.get('format_version')} is not {FORMAT_VERSION}; "
+                          "use the bpecli that wrote it, or encode again with --force")
+    _checked_shards(path, manifest)
+    for key, kind in {"total_tokens": int, "total_documents": int, "dtype": str, "shard_tokens": int,
+                      "inputs": list, "tokenizer": dict}.items():
+        if not isinstance(manifest.get(key), kind):
+            raise OutputError(f"{path}: damaged ({key!r} is missing or malformed); encode again with --force to rebuild")
+    return manifest
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -225,8 +335,12 @@ def file_sha256(path: Path) -> str:
 
 def _write_json_atomically(document: dict, path: Path) -> None:
     temporary = path.with_name(path.name + ".partial")
-    temporary.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    try:
+        temporary.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def _npy_header(dtype: str, length: int) -> bytes:
@@ -237,8 +351,12 @@ def _npy_header(dtype: str, length: int) -> bytes:
 
 
 class _ShardWriter:
-    """Appends ids to the current shard's temporary file; a full shard is renamed to its final
-    name and recorded (with where it ends in the inputs) in the journal."""
+    """Appends ids to the current shard's temporary file; a full shard is recorded in the journal
+    (with where it ends in the inputs) and renamed to its final name. The journal is written for
+    the first shard and then at most once a second (and when the run stops): shards past it are
+    written again by a rerun, and a run of millions of tiny shards stays linear."""
+
+    JOURNAL_SECONDS = 1.0
 
     def __init__(self, out: Path, settings: dict, kept: list[dict]):
         self.out = out
@@ -246,15 +364,28 @@ class _ShardWriter:
         self.dtype = np.dtype(settings["dtype"]).newbyteorder("<")
         self.shard_tokens = settings["shard_tokens"]
         self.full_header = _npy_header(settings["dtype"], self.shard_tokens)  # a full shard's
-        self.shards = list(kept)
+        self.recorded = kept[-1]["parts"] if kept else []  # the part checksums of the run resumed
+        self.shards = [{k: v for k, v in shard.items() if k != "parts"} for shard in kept]
         self.total_tokens = sum(s["tokens"] for s in kept)
+        self.parts: list[tuple[str, str]] = []  # (input label, sha256) of every part read
         self.file = None
         self.count = 0
         self.documents = 0
+        self.journaled = len(self.shards)
+        self.journaled_at = 0.0
 
     @property
     def temporary(self) -> Path:
         return self.out / f".{shard_name(len(self.shards))}.partial"
+
+    def read(self, index: int, label: str, digest: str) -> None:
+        """Record the checksum of part `index` as read; a part an interrupted run read too must
+        be the same bytes, or the shards kept from it are stale."""
+        if index < len(self.recorded) and self.recorded[index] != digest:
+            raise InputError(f"{label} changed since the interrupted run wrote shards from it; "
+                             "use --force to encode it afresh")
+        assert index == len(self.parts)
+        self.parts.append((label, digest))
 
     def write(self, ids: np.ndarray, doc_ends: np.ndarray, part: int, offset: int) -> None:
         """Add the ids of part number `part` from position offset on (doc_ends: where each of
@@ -273,28 +404,40 @@ class _ShardWriter:
             if self.count == self.shard_tokens:
                 self._close(*((part, position) if position < len(ids) else (part + 1, 0)))
 
-    def finish(self) -> dict:
+    def finish(self, inputs: list[tuple[str, str]]) -> dict:
         """Close the last shard and write manifest.json; the journal goes."""
         if self.file is not None:
             self._close(None, 0)
         if not self.shards:
             raise InputError("the inputs hold no documents to encode")
+        read = []
+        for _, label in inputs:  # what was read of each input: the sha256 of its parts' sha256s
+            digests = [digest for name, digest in self.parts if name == label]
+            read.append({"path": label, "parts": len(digests), "sha256": hashlib.sha256("".join(digests).encode()).hexdigest()})
         manifest = {
             **self.settings,
             "total_tokens": sum(s["tokens"] for s in self.shards),
             "total_documents": sum(s["documents"] for s in self.shards),
             "shards": [{k: s[k] for k in ("file", "tokens", "documents", "sha256")} for s in self.shards],
+            "read": read,
         }
         self._guarded(_write_json_atomically, manifest, self.out / MANIFEST)
         (self.out / JOURNAL).unlink(missing_ok=True)
+        self.journaled = len(self.shards)
         return manifest
 
     def discard(self) -> None:
-        """Remove the temporary file of an unfinished shard (on errors and interrupts)."""
+        """Remove the temporary file of an unfinished shard and bring the journal up to date (on
+        errors and interrupts), so that a rerun keeps every finished shard."""
         if self.file is not None:
             self.file.close()
             self.file = None
         self.temporary.unlink(missing_ok=True)
+        if self.journaled < len(self.shards):
+            try:
+                self._write_journal()
+            except OSError:
+                pass  # the shards past the journal are written again by a rerun
 
     def _close(self, next_part: int | None, skip: int) -> None:
         file, temporary = self.file, self.temporary
@@ -313,13 +456,19 @@ class _ShardWriter:
         file.close()
         self.file = None
         name = shard_name(len(self.shards))
-        os.replace(temporary, self.out / name)
         self.shards.append(
-            {"file": name, "tokens": self.count, "documents": self.documents, "sha256": file_sha256(self.out / name),
+            {"file": name, "tokens": self.count, "documents": self.documents, "sha256": file_sha256(temporary),
              "next_part": next_part, "skip": skip}
         )
+        if not self.journaled or time.monotonic() - self.journaled_at > self.JOURNAL_SECONDS:
+            self._guarded(self._write_journal)  # before the rename: a shard under its name is always known
+        self._guarded(os.replace, temporary, self.out / name)
         self.count = self.documents = 0
-        self._guarded(_write_json_atomically, {"settings": self.settings, "shards": self.shards}, self.out / JOURNAL)
+
+    def _write_journal(self) -> None:
+        digests = [digest for _, digest in self.parts] or self.recorded
+        _write_json_atomically({"settings": self.settings, "shards": self.shards, "parts": digests}, self.out / JOURNAL)
+        self.journaled, self.journaled_at = len(self.shards), time.monotonic()
 
     def _guarded(self, action, *args):
         """Run a file operation; a full disk or any other OS error becomes one clear line."""
@@ -327,7 +476,8 @@ class _ShardWriter:
             return action(*args)
         except OSError as e:
             self.discard()
-            raise OutputError(f"{self.out}: cannot write ({e.strerror or e}); nothing partial was kept") from None
+            raise OutputError(f"{self.out}: cannot write ({e.strerror or e}); the unfinished shard was removed, "
+                              "and a rerun keeps the finished ones") from None
 
 
 # ---- encoding parts in worker processes --------------------------------------------------------
@@ -343,42 +493,46 @@ def _init_worker(tokenizer: Tokenizer, eot, dtype, separators, text_column, erro
     )
 
 
-def _encode_part(part: Part) -> tuple[np.ndarray, np.ndarray, int]:
-    """(ids, where each document's ids end, bytes read) for one part."""
+def _encode_part(part: Part) -> tuple[np.ndarray, np.ndarray, int, str]:
+    """(ids, where each document's ids end, bytes read, their sha256) for one part."""
     w = _worker
-    documents, n_bytes = read_documents(part, splitter=w["splitter"], text_column=w["text_column"], errors=w["errors"])
+    documents, n_bytes, digest = read_documents(part, splitter=w["splitter"], text_column=w["text_column"], errors=w["errors"])
     ids, doc_ends = w["tokenizer"].encode_documents(documents, eot=w["eot"], dtype=w["dtype"])
-    return ids, doc_ends, n_bytes
+    return ids, doc_ends, n_bytes, digest
 
 
-def _parts_from(parts: Iterator[Part], first: int, progress) -> Iterator[tuple[int, Part]]:
-    """(index, part) for the parts from number `first` on; earlier ones were written by an
-    interrupted run (they still count on the progress bar)."""
+def _parts_from(parts: Iterator[Part], first: int, writer, separators, text_column, errors, progress) -> Iterator[tuple[int, Part]]:
+    """(index, part) for the parts from number `first` on. Earlier ones were written by an
+    interrupted run: they are read again (not encoded) to check that they are the same bytes."""
+    splitter = special_splitter(separators)
     for index, part in enumerate(parts):
         if index >= first:
             yield index, part
-        elif progress is not None:
-            progress.update(part.end - part.start if part.data is None else len(part.data))
+            continue
+        _, n_bytes, digest = read_documents(part, splitter=splitter, text_column=text_column, errors=errors)
+        writer.read(index, part.label, digest)
+        if progress is not None:
+            progress.update(n_bytes)
 
 
 def _encode_in_order(numbered: Iterator[tuple[int, Part]], workers: int, init_args: tuple):
-    """(index, _encode_part(part)) in order, by `workers` processes; at most 2 * workers parts
-    are in flight, so memory stays bounded however long the inputs are."""
+    """(index, part, _encode_part(part)) in order, by `workers` processes; at most 2 * workers
+    parts are in flight, so memory stays bounded however long the inputs are."""
     if workers <= 1:
         _init_worker(*init_args)
         for index, part in numbered:
-            yield index, _encode_part(part)
+            yield index, part, _encode_part(part)
         return
     with process_pool(workers, _init_worker, init_args) as pool:
         pending: deque = deque()
         for index, part in numbered:
-            pending.append((index, pool.apply_async(_encode_part, (part,))))
+            pending.append((index, part, pool.apply_async(_encode_part, (part,))))
             if len(pending) > 2 * workers:
-                index, result = pending.popleft()
-                yield index, result.get()
+                index, part, result = pending.popleft()
+                yield index, part, result.get()
         while pending:
-            index, result = pending.popleft()
-            yield index, result.get()
+            index, part, result = pending.popleft()
+            yield index, part, result.get()
 
 
 def verify(out_dir: str | Path) -> list[str]:
@@ -387,14 +541,20 @@ def verify(out_dir: str | Path) -> list[str]:
     manifest_path = out / MANIFEST
     if not manifest_path.is_file():
         raise InputError(f"{out}: no {MANIFEST} here (not a finished shard folder)")
-    manifest = _read_json(manifest_path)
+    manifest = read_manifest(manifest_path)
     problems = []
-    for shard in manifest.get("shards", []):
+    for shard in manifest["shards"]:
         path = out / shard["file"]
         if not path.is_file():
             problems.append(f"{shard['file']}: missing")
         elif file_sha256(path) != shard["sha256"]:
             problems.append(f"{shard['file']}: sha256 does not match the manifest")
+    for before in manifest["inputs"]:  # inputs still where they were must be as they were read
+        path = before.get("path") if isinstance(before, dict) else None
+        if before.get("mtime_ns") is None or not isinstance(path, str) or not os.path.isfile(path):
+            continue
+        if _input_identity(path, path) != before:
+            problems.append(f"input {path} changed since these shards were written from it; encode again with --force")
     return problems
 
 
@@ -405,16 +565,15 @@ def describe_shards(out_dir: str | Path, top: int = 10) -> dict:
     if not (out / MANIFEST).is_file():
         hint = " (an unfinished run: rerun the encode command to finish it)" if (out / JOURNAL).exists() else ""
         raise InputError(f"{out}: no {MANIFEST} here{hint}")
-    manifest = _read_json(out / MANIFEST)
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise InputError(f"{out / MANIFEST}: format_version {manifest.get('format_version')} is not {FORMAT_VERSION}; "
-                         "use the bpecli that wrote it, or encode again")
+    manifest = read_manifest(out / MANIFEST)
     counts = np.zeros(0, dtype=np.int64)
     for shard in manifest["shards"]:
         try:
             ids = np.load(out / shard["file"], mmap_mode="r")
         except (OSError, ValueError) as e:
             raise InputError(f"{out / shard['file']}: not a readable shard ({e})") from None
+        if ids.ndim != 1 or ids.dtype.kind != "u":
+            raise InputError(f"{out / shard['file']}: not a shard of token ids ({ids.dtype}, shape {ids.shape})")
         found = np.bincount(ids)
         if len(found) > len(counts):
             found[: len(counts)] += counts
@@ -423,7 +582,7 @@ def describe_shards(out_dir: str | Path, top: int = 10) -> dict:
             counts[: len(found)] += found
     frequent = np.argsort(-counts, kind="stable")[:top]
     return {
-        **{k: manifest[k] for k in ("total_tokens", "total_documents", "dtype", "shard_tokens", "eot", "inputs")},
+        **{k: manifest.get(k) for k in ("total_tokens", "total_documents", "dtype", "shard_tokens", "eot", "inputs")},
         "tokenizer": manifest["tokenizer"],
         "shards": manifest["shards"],
         "most_frequent": [{"id": int(i), "count": int(counts[i])} for i in frequent if counts[i]],

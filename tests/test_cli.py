@@ -144,7 +144,7 @@ def test_encode_out_writes_shards_and_reports_a_finished_folder(gpt2_vocab, tmp_
     result = run("encode", "-t", gpt2_vocab, corpus, "--out", out, "--shard-tokens", 3)
     assert result.exit_code == 0, result.output
     assert "wrote 5 tokens (2 documents, uint16) in 2 shards" in result.output
-    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "shard_00000.npy", "shard_00001.npy"]
+    assert sorted(p.name for p in out.iterdir() if p.name != ".bpecli-lock") == ["manifest.json", "shard_00000.npy", "shard_00001.npy"]
     decoded = run("decode", "-t", gpt2_vocab, out / "shard_00000.npy")
     assert decoded.stdout == "hello world<|endoftext|>"
 
@@ -157,7 +157,9 @@ def test_encode_out_writes_shards_and_reports_a_finished_folder(gpt2_vocab, tmp_
 @pytest.mark.parametrize(
     "name, content, args, message",
     [
-        ("a.jsonl", '{"text": 1}\n', [], "a.jsonl:1: no text in field 'text'"),
+        ("a.jsonl", '{"text": 1}\n', [], "a.jsonl:1: field 'text' holds a JSON number, not a string"),
+        ("a.jsonl", '{"body": "x"}\n', [], "a.jsonl:1: no field 'text' (fields: 'body'); name the text field"),
+        ("a.jsonl", '["x"]\n', [], "a.jsonl:1: a JSON array, not an object"),
         ("a.jsonl", '{"body": "x"}\n', ["--text-column", "body", "--eot", "<|nope|>"], "--eot '<|nope|>' is neither"),
         ("a.txt", "x", ["--dtype", "uint16", "--special-ids", "<|endoftext|>=70000"], "uint16 cannot hold"),
         ("a.txt", b"ok\n\xff", [], "a.txt:2: invalid UTF-8"),
@@ -292,4 +294,4 @@ def test_encode_out_reads_stdin(gpt2_vocab, tmp_path):
     result = run("encode", "-t", gpt2_vocab, "-", "--out", tmp_path / "out", "-q", input="hello world<|endoftext|>hi")
     assert result.exit_code == 0, result.output
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert manifest["inputs"] == [{"path": "<stdin>", "size": 26}] and manifest["total_tokens"] == 5
+    assert manifest["inputs"] == [{"path": "<stdin>", "size": 26, "mtime_ns": None}] and manifest["total_tokens"] == 5
