@@ -149,11 +149,12 @@ def train(
 ) -> None:
     """Train a byte-level BPE tokenizer and write vocab.json, merges.txt, tokenizer.json,
     tokenizer.tiktoken and bpecli.json into --out."""
-    from .corpus import streams_spooled
+    from .corpus import check_apart, streams_spooled
+    from .files import check_writable
     from .trainer import train as train_tokenizer
 
-    if out.exists() and not force:
-        raise BpecliError(f"{out} exists already; use --force to replace it")
+    check_apart(out, inputs)
+    check_writable(out, force=force)  # before the long count, not after it
     with streams_spooled(inputs) as pairs:
         tokenizer = train_tokenizer(
             [path for path, _ in pairs],

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import InputError
+from .errors import InputError, OutputError
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,18 @@ def streams_spooled(names: list[str]):
     finally:
         for path in spooled.values():
             os.unlink(path)
+
+
+def check_apart(out: str | Path, names: list[str]) -> None:
+    """--out may not be an input, nor a folder that holds one: writing it must never touch them."""
+    target = Path(out).resolve()
+    for name in names:
+        if name == "-" or "://" in name:
+            continue
+        path = Path(name).resolve()
+        if path == target or target in path.parents:
+            raise OutputError(f"--out {out} {'is' if path == target else 'holds'} the input {name}; "
+                              "choose an --out folder apart from the inputs")
 
 
 def chunk_boundaries(data: mmap.mmap | bytes, n_chunks: int, split_tokens: list[bytes]) -> list[int]:

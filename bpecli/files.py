@@ -83,42 +83,94 @@ def _to_latin1() -> dict[int, str]:
 # Writing
 
 
+# The files `save` writes: the only ones it ever replaces or removes in a folder.
+TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer.tiktoken", "bpecli.json")
+
+
 def save(tokenizer: Tokenizer, out_dir: str | Path, *, force: bool = False) -> Path:
-    """Write every format into out_dir: built in a temporary folder beside it, renamed into place."""
+    """Write every format into out_dir. A new folder is built beside it and renamed into place;
+    an existing one may hold only bpecli's own files (replaced with force), and gets them
+    replaced one by one, bpecli.json last. Nothing else in it is ever touched."""
     out_dir = Path(out_dir)
-    if out_dir.exists() and not force:
-        raise OutputError(f"{out_dir} exists already; use --force to replace it")
-    parent = out_dir.resolve().parent
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputError(f"{out_dir} is a file; --out names a folder for the tokenizer files")
+    if out_dir.is_dir():
+        return _replace_files(tokenizer, out_dir, force)
+    parent = out_dir.absolute().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        building = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=parent))
+        building = _private_folder(parent, f".{out_dir.name}.")
+    except OSError as e:
+        raise OutputError(f"cannot write into {parent} ({e.strerror or e}); choose an --out you can write to") from None
+    try:
+        _write_all(tokenizer, building)
         umask = os.umask(0o22)
         os.umask(umask)
         building.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
+        os.rename(building, out_dir)  # fails, rather than replaces, if out_dir appeared meanwhile
     except OSError as e:
-        raise OutputError(f"cannot write into {parent}: {e.strerror or e}") from None
-    try:
-        write_vocab_and_merges(tokenizer, building)
-        write_tokenizer_json(tokenizer, building / "tokenizer.json")
-        write_tiktoken(tokenizer, building / "tokenizer.tiktoken")
-        write_bpecli_json(tokenizer, building / "bpecli.json")
-        replace_dir(building, out_dir)
-    except OSError as e:
-        raise OutputError(f"cannot write {out_dir}: {e.strerror or e}") from None
+        raise OutputError(f"cannot write {out_dir} ({e.strerror or e})") from None
     finally:
         shutil.rmtree(building, ignore_errors=True)
     return out_dir
 
 
-def replace_dir(new: Path, target: Path) -> None:
-    """Put the finished folder new at target; an old target is moved aside first, then removed."""
-    if target.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.resolve().parent))
-        os.replace(target, old / "previous")
-        os.replace(new, target)
-        shutil.rmtree(old, ignore_errors=True)
+def _private_folder(parent: Path, prefix: str) -> Path:
+    return Path(tempfile.mkdtemp(prefix=prefix, suffix=".bpecli-tmp", dir=parent))
+
+
+def _write_all(tokenizer: Tokenizer, folder: Path) -> None:
+    write_vocab_and_merges(tokenizer, folder)
+    write_tokenizer_json(tokenizer, folder / "tokenizer.json")
+    write_tiktoken(tokenizer, folder / "tokenizer.tiktoken")
+    write_bpecli_json(tokenizer, folder / "bpecli.json")
+
+
+def check_writable(out_dir: str | Path, *, force: bool = False) -> None:
+    """The errors save would give for out_dir, before any work is done."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputError(f"{out_dir} is a file; --out names a folder for the tokenizer files")
+    if out_dir.is_dir():
+        _check_own_files(out_dir, force)
     else:
-        os.replace(new, target)
+        parent = out_dir.absolute().parent
+        while not parent.exists():
+            parent = parent.parent
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise OutputError(f"cannot write into {parent} (permission denied); choose an --out you can write to")
+
+
+def _check_own_files(out_dir: Path, force: bool) -> None:
+    try:
+        present = [p.name for p in out_dir.iterdir()]
+    except OSError as e:
+        raise OutputError(f"cannot read {out_dir} ({e.strerror or e})") from None
+    foreign = sorted(name for name in present if name not in TOKENIZER_FILES and not name.endswith(".bpecli-tmp"))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise OutputError(f"{out_dir} holds files bpecli did not write ({shown}); choose a new or empty folder for --out")
+    if present and not force:
+        raise OutputError(f"{out_dir} holds a tokenizer already; use --force to replace its files")
+
+
+def _replace_files(tokenizer: Tokenizer, out_dir: Path, force: bool) -> Path:
+    """Write into an existing folder that holds nothing but bpecli's files (or nothing)."""
+    _check_own_files(out_dir, force)
+    try:
+        building = _private_folder(out_dir, ".")
+    except OSError as e:
+        raise OutputError(f"cannot write into {out_dir} ({e.strerror or e}); choose an --out you can write to") from None
+    try:
+        _write_all(tokenizer, building)
+        (out_dir / "bpecli.json").unlink(missing_ok=True)  # never a folder that looks whole but is mixed
+        for name in TOKENIZER_FILES:
+            os.replace(building / name, out_dir / name)
+    except OSError as e:
+        raise OutputError(f"cannot write {out_dir} ({e.strerror or e})") from None
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return out_dir
 
 
 def _ordered(tokenizer: Tokenizer) -> list[tuple[int, str]]:
@@ -227,7 +279,7 @@ def _load_file(path: Path, pattern: str | None, special_tokens: dict[str, int] |
     if path.suffix == ".tiktoken":
         ranks = read_tiktoken(path)
         specials = special_tokens if special_tokens is not None else SPECIAL_PRESETS.get(len(ranks), {})
-        return _checked(path, ranks, specials, resolve_pattern(pattern or "cl100k"), [path])
+        return _checked(path, ranks, specials, _pattern(pattern, "cl100k", "the default for .tiktoken files"), [path])
     document = _read_json(path)
     if path.name == "bpecli.json" or isinstance(document.get("format_version"), int) and "ranks_file" in document:
         return _load_bpecli(path, document, pattern, special_tokens)
@@ -277,7 +329,7 @@ def _load_bpecli(path: Path, document: dict, pattern: str | None, specials: dict
         path,
         read_tiktoken(ranks_path),
         specials if specials is not None else document.get("special_tokens", {}),
-        resolve_pattern(pattern or document.get("pattern") or "gpt2"),
+        _pattern(pattern, document.get("pattern") or "gpt2", f"from {path}"),
         [path, ranks_path],
     )
 
@@ -296,7 +348,7 @@ def _load_gpt2(path: Path, vocab: dict, pattern: str | None, specials: dict | No
         raise TokenizerFileError(f"{merges_path}:{number}: error parsing line {line[:60]!r} (expected 'left right')")
     made = set(map(str.replace, merges, repeat(" "), repeat(""), repeat(1)))
     ranks, found_specials = _split_vocab(path, vocab, made)
-    pattern = resolve_pattern(pattern or "gpt2")
+    pattern = _pattern(pattern, "gpt2", "the default for vocab.json")
     return _checked(path, ranks, specials if specials is not None else found_specials, pattern, [path, merges_path])
 
 
@@ -312,7 +364,7 @@ def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials
     if extra:
         raise TokenizerFileError(f"{path}: {next(iter(extra))!r} is neither a byte-level token nor an added token")
     found = _hugging_face_pattern(path, document.get("pre_tokenizer"))
-    return _checked(path, ranks, specials if specials is not None else added, resolve_pattern(pattern or found), [path])
+    return _checked(path, ranks, specials if specials is not None else added, _pattern(pattern, found, f"from {path}"), [path])
 
 
 def _hugging_face_pattern(path: Path, pre_tokenizer: dict | None) -> str:
@@ -329,6 +381,15 @@ def _hugging_face_pattern(path: Path, pre_tokenizer: dict | None) -> str:
             if step.get("use_regex", True):
                 return PATTERNS["gpt2"]
     raise TokenizerFileError(f"{path}: no byte-level pre-tokenizer found; name one with --pattern")
+
+
+def _pattern(given: str | None, found: str, source: str) -> str:
+    """--pattern if given, else what the file says; an error names where the bad one came from."""
+    if given:
+        return resolve_pattern(given)
+    if not isinstance(found, str):
+        raise TokenizerFileError(f"the pattern {found!r} ({source}) is not text")
+    return resolve_pattern(found, source=source)
 
 
 def _split_vocab(path: Path, vocab: dict, made: set[str]) -> tuple[dict[bytes, int], dict[str, int]]:

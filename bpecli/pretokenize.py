@@ -34,17 +34,41 @@ PATTERNS = {
 }
 
 
-def resolve_pattern(name_or_regex: str) -> str:
-    """A preset name gives its pattern; anything else must be a valid regex.
+def resolve_pattern(name_or_regex: str, *, source: str = "--pattern") -> str:
+    """A preset name gives its pattern; anything else must be a valid regex whose pieces keep
+    every character. source names where the pattern came from, for the error.
 
     Example: resolve_pattern("gpt2") -> "'(?:[sdmt]|ll|ve|re)| ?\\p{L}++|..."
     """
     pattern = PATTERNS.get(name_or_regex, name_or_regex)
+    if pattern in PATTERNS.values():
+        return pattern
     try:
-        regex.compile(pattern)
-    except regex.error as e:
-        raise BpecliError(f"invalid --pattern regex {pattern!r}: {e}") from None
+        compiled = regex.compile(pattern)
+    except (regex.error, TypeError) as e:
+        raise BpecliError(f"invalid regex {pattern!r} ({source}): {e}") from None
+    if sum(map(len, compiled.findall(_PROBE))) != len(_PROBE):
+        raise uncovered_error(pattern, _PROBE, source)
     return pattern
+
+
+# Text a pattern must split without leaving a character out: letters, digits, punctuation, every
+# kind of space, marks, CJK, emoji.
+_PROBE = "Hello, World! It's 12,345.6 \u00bd x\n\n\t  y \r\n caf\u00e9 e\u0301 \u4e2d\u6587 \U0001F600 \u00a0end?"
+
+
+def uncovered_error(pattern: str, text: str, source: str = "--pattern") -> BpecliError:
+    """The error for a pattern whose pieces leave characters of text out (`\\w+` skips spaces):
+    a byte-level tokenizer must keep every byte, or decode(encode(text)) is not text."""
+    at = 0
+    for match in regex.finditer(pattern, text):
+        if match.start() != at:
+            break
+        at = match.end()
+    return BpecliError(
+        f"the pattern {pattern[:60]!r} ({source}) leaves {text[at:at + 1]!r} (character {at}) out of every piece; "
+        "a byte-level tokenizer must keep every character: add an alternative that matches the rest, e.g. |\\s+|."
+    )
 
 
 def special_splitter(special_tokens: Iterable[str]) -> regex.Pattern | None:
@@ -72,6 +96,7 @@ _worker: dict = {}
 def _init_worker(pattern: str, special_tokens: list[str], errors: str) -> None:
     _worker["split"] = vectorised_splitter(pattern)
     _worker["findall"] = regex.compile(pattern).findall
+    _worker["pattern"] = pattern
     _worker["splitter"] = special_splitter(special_tokens)
     _worker["errors"] = errors
 
@@ -84,7 +109,10 @@ def _count_chunk(chunk: Chunk) -> tuple[Counter, int]:
     findall = _worker["findall"]
     counts: Counter = Counter()
     for document in documents:
-        counts.update(findall(document))
+        pieces = findall(document)
+        if sum(map(len, pieces)) != len(document):
+            raise uncovered_error(_worker["pattern"], document)
+        counts.update(pieces)
     return counts, chunk.end - chunk.start
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .corpus import Part, document_parts, read_documents
+from .corpus import Part, check_apart, document_parts, read_documents
 from .errors import BpecliError, InputError, OutputError
 from .pretokenize import process_pool, special_splitter
 from .tokenizer import Tokenizer
@@ -112,6 +112,7 @@ def write_shards(
     started = time.perf_counter()
     out = Path(out_dir)
     pairs = [(item, item) if isinstance(item, str) else item for item in inputs]
+    check_apart(out, [label for _, label in pairs])
     settings = _settings(tokenizer, pairs, shard_tokens, eot, text_column, resolve_dtype(tokenizer, dtype))
     _make_folder(out)
     with _locked(out):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import heapq
 import sys
+import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from itertools import chain, islice, repeat
 from operator import add
@@ -14,10 +15,12 @@ from pathlib import Path
 import regex
 
 from .errors import BpecliError
-from .pretokenize import spans, special_splitter
+from .pretokenize import spans, special_splitter, uncovered_error
 
-# Pieces longer than this are merged with a heap over a linked list instead of rescans.
+# Pieces longer than this are merged with a heap over a linked list instead of rescans...
 _LONG_PIECE = 64
+# ...and longer than this in numpy rounds (Tokenizer._bpe_long): no Python object per byte.
+_NUMPY_PIECE = 4096
 _BYTE_TOKENS = [bytes([b]) for b in range(256)]
 # The piece -> ids cache is cleared when it grows past this many entries.
 _CACHE_LIMIT = 1 << 20
@@ -42,6 +45,21 @@ class Tokenizer:
     files: tuple[str, ...] = ()  # the files it was read from, if any
     trained_merges: tuple[tuple[bytes, bytes], ...] = field(default=(), repr=False)  # as train() made them
 
+    def __post_init__(self):
+        check_special_tokens(self.special_tokens)
+        # What encoding learns as it goes (piece -> ids) is kept per thread: a Tokenizer shared by
+        # threads gives each its own, as tiktoken's Rust core does. The derived tables (cached
+        # properties) are built once and only read.
+        object.__setattr__(self, "_local", threading.local())
+
+    def __getstate__(self) -> dict:
+        """Only the fields travel to another process; it derives its tables itself."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __setstate__(self, state: dict) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_local", threading.local())
 
     @classmethod
     def load(cls, path: str | Path, **options) -> Tokenizer:
@@ -103,6 +121,13 @@ class Tokenizer:
         return out
 
     @cached_property
+    def _covers(self) -> bool:
+        """The presets keep every character; a custom pattern's pieces are checked to."""
+        from .pretokenize import PATTERNS
+
+        return self.pattern in PATTERNS.values()
+
+    @cached_property
     def _findall(self):
         return regex.compile(self.pattern).findall
 
@@ -111,9 +136,13 @@ class Tokenizer:
         splitter = special_splitter(self.special_tokens)
         return splitter.split if splitter else None
 
-    @cached_property
+    @property
     def _cache(self) -> dict[str, tuple[int, ...]]:
-        return {}
+        """This thread's piece -> ids dict (pieces of every length on the regex path, long ones in bulk)."""
+        local = self._local
+        if not hasattr(local, "cache"):
+            local.cache = {}
+        return local.cache
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of text with special tokens treated as plain text.
@@ -125,6 +154,8 @@ class Tokenizer:
             if ids is not None:
                 return ids
         pieces = self._findall(text)
+        if not self._covers and sum(map(len, pieces)) != len(text):
+            raise uncovered_error(self.pattern, text)
         cache = self._cache
         try:  # a warm cache knows every piece: no need to find the new ones first
             return list(chain.from_iterable(map(cache.__getitem__, pieces)))
@@ -308,15 +339,18 @@ class Tokenizer:
         is_bound[at] = True
         return np.flatnonzero(is_bound)
 
-    @cached_property
+    @property
     def _piece_table(self) -> _PieceTable:
-        return _PieceTable()
+        """This thread's numpy table of short pieces -> ids."""
+        local = self._local
+        if not hasattr(local, "piece_table"):
+            local.piece_table = _PieceTable()
+        return local.piece_table
 
     def clear_cache(self) -> None:
-        """Forget the ids of every piece encoded so far (the dict and the numpy piece table), so
-        that the next encode is cold, as a fresh process's would be."""
-        self._cache.clear()
-        self.__dict__.pop("_piece_table", None)
+        """Forget the ids of every piece encoded so far (the dict and the numpy piece table, in
+        every thread), so that the next encode is cold, as a fresh process's would be."""
+        object.__setattr__(self, "_local", threading.local())
 
     def prepare_bulk(self) -> None:
         """Build the tables bulk encoding uses now, e.g. before forking workers that then share them."""
@@ -333,6 +367,10 @@ class Tokenizer:
         data, starts, sizes, values = self._token_arrays
         short = np.flatnonzero(sizes <= PACKED_BYTES)
         return _PieceTable.of(*pack_spans(data, starts[short], sizes[short]), values[short])
+
+    @cached_property
+    def _longest_token(self) -> int:
+        return max(map(len, self.ranks))
 
     @cached_property
     def _byte_ids(self):
@@ -427,7 +465,7 @@ class Tokenizer:
         """(ids, counts) of the pieces text[start : start + size] (none of them a token, so each
         at least 2 bytes) merged as _merge_parts does. They merge in numpy rounds (_bpe_rounds),
         grouped by length so that a few long pieces do not keep all the short ones' rounds going;
-        the longest go to the heap."""
+        the longest go to _bpe_long, all in one call."""
         import numpy as np
 
         counts = np.zeros(len(sizes), dtype=np.int64)
@@ -438,10 +476,10 @@ class Tokenizer:
                 symbols = self._byte_ids[text[spans(starts[members], sizes[members])]]
                 ids, counts[members] = self._bpe_rounds(symbols, sizes[members])
                 found.append((members, ids))
-        for i in np.flatnonzero(sizes > 1024).tolist():
-            ids = self._encode_piece(text[starts[i] : starts[i] + sizes[i]].tobytes())
-            counts[i] = len(ids)
-            found.append((np.array([i]), np.array(ids, dtype=np.int64)))
+        members = np.flatnonzero(sizes > 1024)
+        if len(members):
+            ids, counts[members] = self._bpe_long(text, starts[members], sizes[members])
+            found.append((members, ids))
         out = np.empty(int(counts.sum()), dtype=np.int64)
         out_starts = np.cumsum(counts) - counts
         for members, ids in found:
@@ -508,6 +546,111 @@ class Tokenizer:
         order = np.argsort(owners, kind="stable")  # piece by piece, each in its own order
         return np.concatenate([np.zeros(0, dtype=np.int64), *done_symbols])[order], np.bincount(owners, minlength=len(sizes))
 
+    def _bpe_long(self, text, starts, sizes):
+        """(ids, counts) of long pieces text[start : start + size], exactly as _merge_parts gives
+        them, in numpy rounds whose work is proportional to the pairs they change (a 20 MB run of
+        one letter, a file without spaces). Each piece's symbols form a linked list over byte
+        positions; the pairs of all pieces wait in buckets by rank.
+
+        Each round takes the lowest rank r present and merges its pairs left to right, every other
+        one in a run of overlapping pairs, as one-at-a-time BPE does while every pair a merge makes
+        ranks above r. A merge that makes a pair ranked below r is followed (in BPE's order) by
+        merges that only grow the token holding it; the pairs within the longest token's reach of
+        it wait for a later round.
+        """
+        import numpy as np
+
+        pairs = self._pair_table
+        base, none = pairs.base, np.int32(np.iinfo(np.int32).max)
+        n = int(sizes.sum())
+        reach = self._longest_token  # bytes: no merge BPE makes spans more
+        # one int32 per byte for each array: the symbols, the links, and the rank of the pair
+        # that starts at each symbol (none at a piece's end); positions are bytes of the pieces
+        symbols = self._byte_ids[text[spans(starts, sizes)]].astype(np.int32)
+        piece_end = np.cumsum(sizes)  # where each piece's symbols end
+        nxt = np.arange(1, n + 1, dtype=np.int32)
+        nxt[piece_end - 1] = n  # n: no next symbol
+        prv = np.arange(-1, n - 1, dtype=np.int32)
+        prv[piece_end - sizes] = -1  # -1: no previous symbol
+        rank = np.full(n, none, dtype=np.int32)
+        alive = np.ones(n, dtype=bool)
+        buckets: dict[int, list] = {}
+        heap: list[int] = []
+
+        def lookup(left, right):  # the rank of each pair (left, right), none where it is no token
+            found = pairs.lookup(left.astype(np.int64) * base + right)
+            return np.where(found == _NO_RANK, none, found).astype(np.int32)
+
+        def wait(at):  # put the pairs starting at `at` into the buckets of their ranks
+            at = at[rank[at] != none]
+            if not len(at):
+                return
+            order = np.argsort(rank[at], kind="stable")
+            at, ranks = at[order], rank[at[order]]
+            edges = np.flatnonzero(ranks[1:] != ranks[:-1]) + 1
+            for group, r in zip(np.split(at, edges), ranks[np.concatenate(([0], edges))].tolist()):
+                if r not in buckets:
+                    buckets[r] = []
+                    heapq.heappush(heap, r)
+                buckets[r].append(group)
+
+        for block in range(0, n, _LOOKUP_BLOCK):  # in blocks: no n-long temporaries
+            at = np.arange(block, min(block + _LOOKUP_BLOCK, n), dtype=np.int32)
+            at = at[nxt[at] < n]
+            rank[at] = lookup(symbols[at], symbols[at + 1])
+            wait(at)
+        while heap:
+            r = heapq.heappop(heap)
+            at = np.concatenate(buckets.pop(r))
+            if len(at) > 1 and not (at[1:] > at[:-1]).all():  # one wait() fills a bucket in order
+                at = _sorted_distinct(at)
+            at = at[rank[at] == r]  # stale entries: merged away, or their pair changed
+            if not len(at):
+                continue
+            # in a run of overlapping pairs (a a a), the first, third, ... merge
+            overlapped = np.zeros(len(at), dtype=bool)
+            overlapped[1:] = nxt[at[:-1]] == at[1:]
+            run_start = np.maximum.accumulate(np.where(overlapped, 0, np.arange(len(at))))
+            at = at[(np.arange(len(at)) - run_start) % 2 == 0]
+            # the pairs each merge makes, as BPE makes them one merge after another: with the
+            # merged token before it (if the one before merged too) and the symbol after it
+            after = nxt[nxt[at]]
+            right = np.where(after < n, lookup(np.full(len(at), r), symbols[np.minimum(after, n - 1)]), none)
+            before = prv[at]
+            merged_before = np.zeros(len(at), dtype=bool)
+            merged_before[1:] = after[:-1] == at[1:]
+            left_symbol = np.where(merged_before, r, symbols[np.maximum(before, 0)])
+            left = np.where(before >= 0, lookup(left_symbol, np.full(len(at), r)), none)
+            lower = (right < r) | (left < r)
+            if lower.any():
+                # after such a merge BPE merges lower pairs, which only grow the token holding it:
+                # no further than the longest token reaches. Merges beyond that reach go ahead now;
+                # in a cluster of pairs closer than that, those after the first lower one wait
+                index = np.arange(len(at))
+                cluster_start = np.flatnonzero(np.concatenate(([True], np.diff(at) > reach)))
+                cluster = np.cumsum(np.isin(index, cluster_start)) - 1
+                first_lower = np.minimum.reduceat(np.where(lower, index, len(at)), cluster_start)
+                waits = index > first_lower[cluster]
+                if waits.any():
+                    if r not in buckets:
+                        buckets[r] = []
+                        heapq.heappush(heap, r)
+                    buckets[r].append(at[waits])
+                    at, after = at[~waits], after[~waits]
+            gone = nxt[at]
+            symbols[at] = r
+            rank[gone] = none
+            alive[gone] = False
+            nxt[at] = after
+            prv[after[after < n]] = at[after < n]
+            # the pairs that changed: each merged token's own, and the one before it
+            changed = _sorted_distinct(np.concatenate([at, prv[at][prv[at] >= 0]]))
+            following = nxt[changed]
+            rank[changed] = np.where(following < n, lookup(symbols[changed], symbols[np.minimum(following, n - 1)]), none)
+            wait(changed)
+        left = np.flatnonzero(alive)  # the symbols left, in order
+        return symbols[left].astype(np.int64), np.bincount(np.searchsorted(piece_end, left, "right"), minlength=len(sizes))
+
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The bytes of ids (a list, or a numpy array such as a shard); an id outside the
         vocabulary is an error naming it."""
@@ -534,31 +677,42 @@ class Tokenizer:
 
     @cached_property
     def _byte_table(self):
-        """(all tokens' bytes end to end, where each id's bytes start, how many) for numpy;
-        ids that are no token have length 0."""
+        """(all tokens' bytes end to end, where each one's bytes start, how many, and the ids in
+        order or None): indexed by id, or, when the ids are sparse (a special token at 4e9), by
+        an id's place among the sorted ids, so the table never outgrows the vocabulary."""
         import numpy as np
 
-        size = max(self.decoder) + 1
-        lengths = np.zeros(size, dtype=np.int64)
         ordered = sorted(self.decoder.items())
-        lengths[[i for i, _ in ordered]] = [len(t) for _, t in ordered]
-        starts = np.zeros(size, dtype=np.int64)
-        starts[[i for i, _ in ordered]] = np.cumsum([0] + [len(t) for _, t in ordered[:-1]])
-        return np.frombuffer(b"".join(t for _, t in ordered), dtype=np.uint8), starts, lengths
+        ids = np.array([i for i, _ in ordered], dtype=np.int64)
+        sizes = np.array([len(t) for _, t in ordered], dtype=np.int64)
+        data = np.frombuffer(b"".join(t for _, t in ordered), dtype=np.uint8)
+        starts = np.cumsum(sizes) - sizes
+        if ids[-1] >= 2 * len(ids) + 1024:
+            return data, starts, sizes, ids
+        lengths = np.zeros(ids[-1] + 1, dtype=np.int64)
+        by_id = np.zeros(ids[-1] + 1, dtype=np.int64)
+        lengths[ids], by_id[ids] = sizes, starts
+        return data, by_id, lengths, None
 
     def _decode_array(self, ids) -> bytes:
         import numpy as np
 
-        data, starts, lengths = self._byte_table
-        ids = np.asarray(ids, dtype=np.int64)
+        data, starts, lengths, sparse = self._byte_table
+        ids = np.asarray(ids)
+        if ids.dtype.kind not in "iu":
+            raise BpecliError(f"token ids must be integers, not {ids.dtype}")
         blocks = []
         for at in range(0, len(ids), 1 << 16):  # blocks whose index arrays fit the caches: 2x faster
-            block = ids[at : at + (1 << 16)]
-            sizes = lengths[np.clip(block, 0, len(lengths) - 1)]
-            bad = (block < 0) | (block >= len(lengths)) | (sizes == 0)
+            block = ids[at : at + (1 << 16)].astype(np.int64)
+            if sparse is not None:
+                where = np.minimum(np.searchsorted(sparse, block), len(sparse) - 1)
+                bad = sparse[where] != block
+            else:
+                where = np.clip(block, 0, len(lengths) - 1)
+                bad = (block < 0) | (block >= len(lengths)) | (lengths[where] == 0)
             if bad.any():
-                raise BpecliError(f"id {block[bad][0]} is not in the vocabulary (0..{len(lengths) - 1})")
-            blocks.append(data[spans(starts[block], sizes)].tobytes())
+                raise BpecliError(f"id {block[bad][0]} is not in the vocabulary")
+            blocks.append(data[spans(starts[where], lengths[where])].tobytes())
         return b"".join(blocks)
 
     def _encode_piece(self, piece: bytes) -> tuple[int, ...]:
@@ -566,10 +720,27 @@ class Tokenizer:
         rank = ranks.get(piece)
         if rank is not None:  # a piece that is itself a token is one token
             return (rank,)
+        if len(piece) > _NUMPY_PIECE:
+            import numpy as np
+
+            ids, _ = self._bpe_long(np.frombuffer(piece, dtype=np.uint8), np.zeros(1, dtype=np.int64), np.array([len(piece)]))
+            return tuple(ids.tolist())
         return tuple(ranks[part] for part in _merge_parts(piece, ranks))
 
 
+def check_special_tokens(special_tokens: dict[str, int]) -> None:
+    """Special tokens are non-empty text with ids from 0 on: an empty one would match between
+    every two characters of every text."""
+    for token, rank in special_tokens.items():
+        if not isinstance(token, str) or not token:
+            raise BpecliError(f"a special token must be non-empty text, not {token!r}")
+        if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
+            raise BpecliError(f"special token {token!r}: its id {rank!r} is not a whole number from 0 on")
+
+
 _NO_RANK = 1 << 62
+# Lookups of more pairs than this go in blocks, so their temporaries stay small.
+_LOOKUP_BLOCK = 1 << 20
 # _bpe_rounds hands the last pieces still merging to Python when no more than this many are left.
 _FEW_PIECES = 64
 
@@ -590,6 +761,8 @@ class _PairTable:
 
         from .pretokenize import piece_hash
 
+        if len(wanted) > _LOOKUP_BLOCK:
+            return np.concatenate([self.lookup(wanted[at : at + _LOOKUP_BLOCK]) for at in range(0, len(wanted), _LOOKUP_BLOCK)])
         low, high = wanted.astype(np.uint64), np.ones(len(wanted), dtype=np.uint64)
         slots = self.table.find(low, high, piece_hash(low, high))
         return np.where(slots >= 0, self.table.start[slots], _NO_RANK)
@@ -697,6 +870,16 @@ class _PieceTable:
             rest[chosen] = False
             todo, slots = todo[rest], (slots[rest] + 1) & self.mask
         self.count += len(low)
+
+
+def _sorted_distinct(values):
+    """The distinct values, sorted (np.unique hashes, several times slower on these arrays)."""
+    import numpy as np
+
+    values = np.sort(values)
+    keep = np.ones(len(values), dtype=bool)
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
 
 
 def join_encoded(results: list[tuple]):

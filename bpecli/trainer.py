@@ -12,7 +12,7 @@ from tqdm import tqdm
 from .corpus import file_chunks
 from .errors import BpecliError, InputError
 from .pretokenize import count_pretokens, resolve_pattern
-from .tokenizer import Tokenizer
+from .tokenizer import Tokenizer, check_special_tokens
 
 
 def tie_break_key(left: bytes, right: bytes) -> bytes:
@@ -233,7 +233,8 @@ def train(
     Example: train(["corpus.txt"], vocab_size=1000, special_tokens=["<|endoftext|>"]).save("tok")
     """
     special_tokens = list(dict.fromkeys(special_tokens))
-    n_merges = merges_wanted(vocab_size, special_tokens)  # fail before the long count
+    check_special_tokens(dict.fromkeys(special_tokens, 0))  # fail before the long count
+    n_merges = merges_wanted(vocab_size, special_tokens)
     pattern = resolve_pattern(pattern)
     paths = [str(p) for p in inputs]
     # Several chunks a worker keep both busy when chunks differ in size; one when counting alone.

@@ -1,11 +1,13 @@
 """The commands as a user runs them: exit codes, stdout, one-line errors, nothing half-written."""
 
 import json
+import os
 
 import pytest
 from typer.testing import CliRunner
 
 from bpecli.cli import app
+from bpecli.files import TOKENIZER_FILES
 
 runner = CliRunner()
 
@@ -56,7 +58,10 @@ def one_line_error(result) -> str:
         (b"<|endoftext|><|endoftext|>", ["--special", "<|endoftext|>"], "the corpus is empty"),
         (b"good line\nbad \xff byte\n", [], "t.txt:2: invalid UTF-8 at byte 14"),
         (b"text", ["--vocab-size", 256, "--special", "<|endoftext|>"], "too small"),
-        (b"text", ["--pattern", "(unclosed"], "invalid --pattern regex"),
+        (b"text", ["--pattern", "(unclosed"], "invalid regex '(unclosed' (--pattern)"),
+        (b"text", ["--pattern", r"\w+"], "(--pattern) leaves ',' (character 5) out of every piece"),
+        (b"a b", ["--pattern", "a*"], "(--pattern) leaves"),
+        (b"text", ["--special", ""], "a special token must be non-empty text"),
     ],
 )
 def test_train_bad_input_is_one_line_and_leaves_nothing(tmp_path, content, args, message):
@@ -78,15 +83,56 @@ def test_train_errors_replace_carries_on(tmp_path):
     assert result.exit_code == 0, result.output
 
 
-def test_train_refuses_an_existing_out_without_force(tmp_path):
+def test_train_out_never_touches_what_bpecli_did_not_write(tmp_path):
     corpus = tmp_path / "t.txt"
     corpus.write_text("some text " * 10)
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "keep.txt").write_text("mine")
-    assert "use --force" in one_line_error(run("train", corpus, "--vocab-size", 300, "--out", tmp_path / "out", "-q"))
+    for force in ([], ["--force"]):
+        error = one_line_error(run("train", corpus, "--vocab-size", 300, "--out", tmp_path / "out", "-q", *force))
+        assert "holds files bpecli did not write (keep.txt)" in error
+        assert [p.name for p in (tmp_path / "out").iterdir()] == ["keep.txt"]
     assert (tmp_path / "out" / "keep.txt").read_text() == "mine"
-    assert run("train", corpus, "--vocab-size", 300, "--out", tmp_path / "out", "-q", "--force").exit_code == 0
-    assert (tmp_path / "out" / "bpecli.json").exists() and not (tmp_path / "out" / "keep.txt").exists()
+
+
+def test_train_force_replaces_only_its_own_files(tmp_path):
+    corpus = tmp_path / "t.txt"
+    corpus.write_text("some text " * 10)
+    out = tmp_path / "tok"
+    assert run("train", corpus, "--vocab-size", 262, "--out", out, "-q").exit_code == 0
+    before = (out / "merges.txt").read_text()
+    assert "use --force" in one_line_error(run("train", corpus, "--vocab-size", 260, "--out", out, "-q"))
+    assert run("train", corpus, "--vocab-size", 260, "--out", out, "-q", "--force").exit_code == 0
+    assert (out / "merges.txt").read_text() != before
+    assert sorted(p.name for p in out.iterdir()) == sorted(TOKENIZER_FILES)
+    # an empty folder is fine without --force
+    (tmp_path / "empty").mkdir()
+    assert run("train", corpus, "--vocab-size", 270, "--out", tmp_path / "empty", "-q").exit_code == 0
+
+
+def test_train_out_is_never_an_input_nor_holds_one(tmp_path, monkeypatch):
+    corpus = tmp_path / "t.txt"
+    corpus.write_text("some text " * 10)
+    assert "is the input" in one_line_error(run("train", corpus, "--vocab-size", 300, "--out", corpus, "-q", "--force"))
+    assert "holds the input" in one_line_error(run("train", corpus, "--vocab-size", 300, "--out", tmp_path, "-q", "--force"))
+    monkeypatch.chdir(tmp_path)
+    assert "holds the input" in one_line_error(run("train", "t.txt", "--vocab-size", 300, "--out", ".", "-q", "--force"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.txt"] and corpus.read_text() == "some text " * 10
+
+
+def test_train_into_an_unwritable_parent_is_one_line(tmp_path):
+    corpus = tmp_path / "t.txt"
+    corpus.write_text("some text " * 10)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user who may write anywhere")
+        assert "cannot write into" in one_line_error(run("train", corpus, "--vocab-size", 300, "--out", locked / "tok", "-q"))
+        assert "cannot" in one_line_error(run("encode", "-t", corpus, corpus, "--out", locked / "shards", "-q"))
+    finally:
+        locked.chmod(0o700)
 
 
 def test_encode_and_decode_one_liners(gpt2_vocab):

@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+from bpecli.files import TOKENIZER_FILES
+
 from bpecli import BpecliError, Tokenizer, train
 
 SAMPLE = "Hello world! It's 2026; naïve café, 日本語, emoji 🎉.\n\n  indented\tline<|endoftext|>next doc"
@@ -72,12 +74,15 @@ def test_gpt2_files_load_with_their_special_token(gpt2):
 def test_save_refuses_to_overwrite_without_force(trained, tmp_path):
     tok, _ = trained
     tok.save(tmp_path / "out")
-    with pytest.raises(BpecliError, match="exists already"):
+    with pytest.raises(BpecliError, match="holds a tokenizer already; use --force"):
         tok.save(tmp_path / "out")
-    (tmp_path / "out" / "stale").write_text("x")
     tok.save(tmp_path / "out", force=True)
-    assert not (tmp_path / "out" / "stale").exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary folder left
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(TOKENIZER_FILES)  # no temporary folder left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    with pytest.raises(BpecliError, match=r"holds files bpecli did not write \(notes.txt\)"):
+        tok.save(tmp_path / "out", force=True)
+    assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
 
 
 @pytest.mark.parametrize(
