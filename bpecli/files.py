@@ -276,6 +276,9 @@ def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[s
 
 
 def _load_file(path: Path, pattern: str | None, special_tokens: dict[str, int] | None) -> Tokenizer:
+    if path.name in TOKENIZER_FILES and path.name != "bpecli.json" and (path.parent / "bpecli.json").is_file():
+        # one file of a folder `bpecli train` wrote: the folder says its pattern and special tokens
+        return _load_file(path.parent / "bpecli.json", pattern, special_tokens)
     if path.suffix == ".tiktoken":
         ranks = read_tiktoken(path)
         specials = special_tokens if special_tokens is not None else SPECIAL_PRESETS.get(len(ranks), {})
@@ -341,7 +344,10 @@ def _load_gpt2(path: Path, vocab: dict, pattern: str | None, specials: dict | No
     merges_path = next((c for c in candidates if c.is_file() and c != path), None)
     if merges_path is None:
         raise TokenizerFileError(f"{path}: expected merges.txt beside this vocab.json")
-    lines = merges_path.read_text(encoding="utf-8").splitlines()
+    try:
+        lines = merges_path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise TokenizerFileError(f"{merges_path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
     merges = [line for line in lines if line and not line.startswith("#version")]
     if sum(map(str.count, merges, repeat(" "))) != len(merges):  # each line: exactly one space
         number, line = next((n, line) for n, line in enumerate(lines, 1) if line and not line.startswith("#version") and line.count(" ") != 1)
@@ -353,34 +359,77 @@ def _load_gpt2(path: Path, vocab: dict, pattern: str | None, specials: dict | No
 
 
 def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials: dict | None) -> Tokenizer:
+    """A Hugging Face tokenizer.json of a byte-level BPE. Whatever would make Hugging Face give
+    other ids than bpecli (a normalizer, a template that adds tokens, dropout...) is refused,
+    naming it: loading it anyway would be silently wrong."""
     model = document.get("model") or {}
     if model.get("type", "BPE") != "BPE" or not isinstance(model.get("vocab"), dict):
         raise TokenizerFileError(f"{path}: holds a {model.get('type')} model; bpecli reads byte-level BPE only")
-    added = {t["content"]: t["id"] for t in document.get("added_tokens") or []}
+    _refuse_unsupported(path, document, model)
+    added_tokens = document.get("added_tokens") or []
+    added = {t["content"]: t["id"] for t in added_tokens}
     vocab = {token: rank for token, rank in model["vocab"].items() if token not in added}
     merges = model.get("merges") or []
     made = {m.replace(" ", "", 1) if isinstance(m, str) else "".join(m) for m in merges}
+    # entries no merge makes and no added token names (GPT-2's <|endoftext|> in a plain
+    # ByteLevelBPETokenizer) become special tokens, as they do from vocab.json
     ranks, extra = _split_vocab(path, vocab, made)
-    if extra:
-        raise TokenizerFileError(f"{path}: {next(iter(extra))!r} is neither a byte-level token nor an added token")
     found = _hugging_face_pattern(path, document.get("pre_tokenizer"))
-    return _checked(path, ranks, specials if specials is not None else added, _pattern(pattern, found, f"from {path}"), [path])
+    return _checked(path, ranks, specials if specials is not None else {**extra, **added}, _pattern(pattern, found, f"from {path}"), [path])
+
+
+def _refuse_unsupported(path: Path, document: dict, model: dict) -> None:
+    def kind(step):
+        return step.get("type") if isinstance(step, dict) else step
+
+    def only_byte_level(step) -> bool:  # ByteLevel steps change offsets, never ids
+        if step is None:
+            return True
+        steps = step.get("processors") or step.get("decoders") or [] if kind(step) == "Sequence" else [step]
+        return all(kind(s) == "ByteLevel" for s in steps)
+
+    if document.get("normalizer") is not None:
+        raise TokenizerFileError(f"{path}: its normalizer ({kind(document['normalizer'])}) is one bpecli does not "
+                                 "apply, so its ids would differ from Hugging Face's")
+    if not only_byte_level(document.get("post_processor")):
+        raise TokenizerFileError(f"{path}: its post_processor ({kind(document['post_processor'])}) adds tokens "
+                                 "bpecli does not add, so its ids would differ from Hugging Face's")
+    if not only_byte_level(document.get("decoder")):
+        raise TokenizerFileError(f"{path}: its decoder ({kind(document['decoder'])}) is not byte-level; bpecli "
+                                 "would decode to other text")
+    for option, harmless in (("dropout", (None, 0, 0.0)), ("continuing_subword_prefix", (None, "")),
+                             ("end_of_word_suffix", (None, "")), ("byte_fallback", (None, False))):
+        if model.get(option) not in harmless:
+            raise TokenizerFileError(f"{path}: its BPE model sets {option}={model[option]!r}, which bpecli does not apply")
+    for token in document.get("added_tokens") or []:
+        if not isinstance(token, dict) or not isinstance(token.get("content"), str) or not isinstance(token.get("id"), int):
+            raise TokenizerFileError(f"{path}: an entry of added_tokens lacks its content or id")
+        stripped = [option for option in ("lstrip", "rstrip", "single_word") if token.get(option)]
+        if stripped:
+            raise TokenizerFileError(f"{path}: added token {token['content']!r} sets {', '.join(stripped)}, "
+                                     "which bpecli does not apply")
 
 
 def _hugging_face_pattern(path: Path, pre_tokenizer: dict | None) -> str:
-    """The regex of a Split pre-tokenizer, or GPT-2's for a ByteLevel one that splits itself."""
+    """The pattern of the two byte-level pre-tokenizers bpecli reproduces exactly: ByteLevel with
+    its own (GPT-2) regex, or a Split on a regex (each match a piece) then ByteLevel without one."""
     steps = [pre_tokenizer] if pre_tokenizer else []
     if pre_tokenizer and pre_tokenizer.get("type") == "Sequence":
-        steps = pre_tokenizer.get("pretokenizers", [])
+        steps = pre_tokenizer.get("pretokenizers") or []
+    kinds = [step.get("type") if isinstance(step, dict) else None for step in steps]
     for step in steps:
-        if step.get("type") == "Split" and "Regex" in (step.get("pattern") or {}):
-            return step["pattern"]["Regex"]
-        if step.get("type") == "ByteLevel":
-            if step.get("add_prefix_space"):
-                raise TokenizerFileError(f"{path}: ByteLevel add_prefix_space=true is not supported")
-            if step.get("use_regex", True):
-                return PATTERNS["gpt2"]
-    raise TokenizerFileError(f"{path}: no byte-level pre-tokenizer found; name one with --pattern")
+        if isinstance(step, dict) and step.get("type") == "ByteLevel" and step.get("add_prefix_space"):
+            raise TokenizerFileError(f"{path}: ByteLevel add_prefix_space=true is not supported")
+    if kinds == ["ByteLevel"] and steps[0].get("use_regex", True):
+        return PATTERNS["gpt2"]
+    if kinds == ["Split", "ByteLevel"] and not steps[1].get("use_regex", True):
+        split = steps[0]
+        if "Regex" not in (split.get("pattern") or {}) or split.get("behavior") != "Isolated" or split.get("invert"):
+            raise TokenizerFileError(f"{path}: its Split pre-tokenizer is not a regex whose matches are the pieces "
+                                     "(behavior Isolated, invert false), the one bpecli reproduces")
+        return split["pattern"]["Regex"]
+    raise TokenizerFileError(f"{path}: its pre-tokenizer ({' + '.join(map(str, kinds)) or 'none'}) is not a byte-level "
+                             "one bpecli reproduces (ByteLevel, or Split on a regex then ByteLevel); name one with --pattern")
 
 
 def _pattern(given: str | None, found: str, source: str) -> str:

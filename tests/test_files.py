@@ -4,9 +4,8 @@ import json
 
 import pytest
 
-from bpecli.files import TOKENIZER_FILES
-
 from bpecli import BpecliError, Tokenizer, train
+from bpecli.files import TOKENIZER_FILES
 
 SAMPLE = "Hello world! It's 2026; naïve café, 日本語, emoji 🎉.\n\n  indented\tline<|endoftext|>next doc"
 
@@ -102,3 +101,81 @@ def test_corrupt_tokenizer_files_are_clear_errors(tmp_path, name, content, messa
     path.write_text(content)
     with pytest.raises(BpecliError, match=message):
         Tokenizer.load(path)
+
+
+def test_a_file_inside_a_trained_folder_loads_with_the_folder_settings(tmp_path, fixtures):
+    """-t DIR/vocab.json or DIR/tokenizer.tiktoken keep the folder's pattern and special tokens."""
+    out = tmp_path / "tok"
+    tok = train([fixtures / "corpus.en"], vocab_size=400, special_tokens=["<|doc|>"], pattern="cl100k")
+    tok.save(out)
+    text = "Year 2026: it's <|doc|> here"
+    for name in TOKENIZER_FILES:
+        loaded = Tokenizer.load(out / name)
+        assert loaded.pattern == tok.pattern and loaded.special_tokens == {"<|doc|>": 399}, name
+        assert loaded.encode(text) == tok.encode(text), name
+
+
+def test_hugging_face_own_byte_level_save_loads_with_its_ids(gpt2_vocab, fixtures, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    theirs = tokenizers.ByteLevelBPETokenizer(str(gpt2_vocab), str(fixtures / "gpt2_merges.txt"))
+    theirs.save(str(tmp_path / "tokenizer.json"))
+    ours = Tokenizer.load(tmp_path / "tokenizer.json")
+    for text in texts(fixtures):
+        text = text.replace("<|endoftext|>", "\n")  # plain text there; a special token here, as from vocab.json
+        assert ours.encode(text) == theirs.encode(text).ids
+
+
+def _hugging_face_file(trained, tmp_path, **changes):
+    document = json.loads((trained[1] / "tokenizer.json").read_text(encoding="utf-8"))
+    for key, value in changes.items():
+        if key in ("dropout", "continuing_subword_prefix"):
+            document["model"][key] = value
+        elif key == "added":
+            document["added_tokens"][0].update(value)
+        else:
+            document[key] = value
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"normalizer": {"type": "NFKC"}}, r"its normalizer \(NFKC\) is one bpecli does not apply"),
+        ({"normalizer": {"type": "Lowercase"}}, r"its normalizer \(Lowercase\)"),
+        ({"post_processor": {"type": "TemplateProcessing", "single": [], "pair": [], "special_tokens": {}}},
+         r"its post_processor \(TemplateProcessing\) adds tokens"),
+        ({"decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True}}, r"its decoder \(WordPiece\)"),
+        ({"dropout": 0.1}, "dropout=0.1"),
+        ({"continuing_subword_prefix": "##"}, "continuing_subword_prefix='##'"),
+        ({"added": {"lstrip": True}}, "sets lstrip"),
+        ({"pre_tokenizer": {"type": "Whitespace"}}, r"its pre-tokenizer \(Whitespace\) is not a byte-level one"),
+    ],
+)
+def test_hugging_face_parts_bpecli_does_not_apply_are_refused_by_name(trained, tmp_path, changes, message):
+    with pytest.raises(BpecliError, match=message):
+        Tokenizer.load(_hugging_face_file(trained, tmp_path, **changes))
+
+
+def test_hugging_face_byte_level_post_processor_changes_no_id_and_loads(trained, tmp_path):
+    path = _hugging_face_file(trained, tmp_path, post_processor={"type": "ByteLevel", "add_prefix_space": True,
+                                                                "trim_offsets": False, "use_regex": True})
+    assert Tokenizer.load(path).encode(SAMPLE) == trained[0].encode(SAMPLE)
+
+
+def test_an_unreadable_merges_file_is_a_clear_error(tmp_path, gpt2_vocab):
+    (tmp_path / "vocab.json").write_bytes(gpt2_vocab.read_bytes())
+    (tmp_path / "merges.txt").write_bytes(b"\xff\xfe not utf-8")
+    with pytest.raises(BpecliError, match="merges.txt: cannot read"):
+        Tokenizer.load(tmp_path / "vocab.json")
+
+
+def test_a_pattern_stored_in_a_file_is_named_as_from_that_file(trained, tmp_path):
+    for name in TOKENIZER_FILES:
+        (tmp_path / name).write_bytes((trained[1] / name).read_bytes())
+    meta = json.loads((tmp_path / "bpecli.json").read_text())
+    meta["pattern"] = "(unclosed"
+    (tmp_path / "bpecli.json").write_text(json.dumps(meta))
+    with pytest.raises(BpecliError, match=r"invalid regex '\(unclosed' \(from .*bpecli.json\)"):
+        Tokenizer.load(tmp_path)
