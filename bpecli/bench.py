@@ -10,7 +10,7 @@ import time
 from itertools import chain
 
 from .corpus import read_text
-from .errors import BpecliError
+from .errors import BpecliError, InputError
 from .pretokenize import process_pool
 from .tokenizer import Tokenizer, join_encoded
 
@@ -60,6 +60,8 @@ def bench(
         raise BpecliError("--repeat must be at least 1")
     text = read_text(corpus)
     documents = [d for d in _split(tok, text) if d]
+    if not documents:
+        raise InputError(f"{corpus}: holds no text to time (empty, or nothing but special tokens)")
     n_bytes = len(text.encode("utf-8"))
     runners = {"bpecli": (lambda docs: _encode_ours(tok, docs, workers), tok.decode)}
     if against:

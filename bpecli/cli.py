@@ -167,6 +167,10 @@ def train(
             progress=_show_progress(quiet),
         )
     tokenizer.save(out, force=force)
+    if tokenizer.vocab_size < vocab_size:  # said even with --quiet: the result is not what was asked
+        why = f"no pair occurred {min_frequency} times or more" if min_frequency > 1 else "the corpus ran out of pairs"
+        typer.echo(f"bpecli: note: stopped after {len(tokenizer.merges):,} merges: {why}; "
+                   f"the vocabulary has {tokenizer.vocab_size:,} tokens, not {vocab_size:,}", err=True)
     if not quiet:
         typer.echo(f"trained {tokenizer.vocab_size} tokens ({len(tokenizer.merges)} merges) into {out}", err=True)
 

@@ -160,10 +160,21 @@ def chunk_boundaries(data: mmap.mmap | bytes, n_chunks: int, split_tokens: list[
     return sorted(set(bounds))
 
 
-def file_chunks(path: str, n_chunks: int, special_tokens: list[str]) -> list[Chunk]:
-    """Cut one file into chunks at special-token occurrences."""
+def file_chunks(path: str, n_chunks: int, special_tokens: list[str], safe_cut: str | None = None) -> list[Chunk]:
+    """Cut one file into chunks at special-token occurrences, or, when there are none, where
+    safe_cut (a regex where the pattern surely starts a piece) matches."""
     data = open_mmap(path)
-    bounds = chunk_boundaries(data, n_chunks, [t.encode() for t in special_tokens])
+    if special_tokens or safe_cut is None:
+        bounds = chunk_boundaries(data, n_chunks, [t.encode() for t in special_tokens])
+    else:
+        cut = re.compile(safe_cut.encode())
+        size, bounds = len(data), [0]
+        for i in range(1, n_chunks):
+            found = cut.search(data, max(i * size // n_chunks, bounds[-1] + 1))
+            if found is None:
+                break
+            bounds.append(found.start())
+        bounds = sorted(set(bounds + [size]))
     return [Chunk(path, a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
 
 

@@ -34,6 +34,13 @@ PATTERNS = {
 }
 
 
+# Where a preset pattern surely starts a piece: after a newline that has a non-space before it
+# and an ASCII letter or digit after it. (Not any non-space after it: o200k's punctuation pieces
+# take newlines and "/" after them, so ".\n/" is one piece.) Text cut there splits into the same
+# pieces as it does whole, so it can be counted or encoded in parts.
+SAFE_CUT = r"(?<=[^\s]\n)(?=[A-Za-z0-9])"
+
+
 def resolve_pattern(name_or_regex: str, *, source: str = "--pattern") -> str:
     """A preset name gives its pattern; anything else must be a valid regex whose pieces keep
     every character. source names where the pattern came from, for the error.

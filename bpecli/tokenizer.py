@@ -15,7 +15,7 @@ from pathlib import Path
 import regex
 
 from .errors import BpecliError
-from .pretokenize import spans, special_splitter, uncovered_error
+from .pretokenize import SAFE_CUT, spans, special_splitter, uncovered_error
 
 # Pieces longer than this are merged with a heap over a linked list instead of rescans...
 _LONG_PIECE = 64
@@ -28,7 +28,7 @@ _CACHE_LIMIT = 1 << 20
 # ones by the regex, which starts faster.
 _BULK_TEXT = 1 << 16
 _BULK_BATCH = 1 << 22
-_SAFE_CUT = regex.compile(r"(?<=\S\n)(?=\S)")
+_SAFE_CUT = regex.compile(SAFE_CUT)
 
 
 @dataclass(frozen=True, eq=False)
@@ -897,8 +897,8 @@ def join_encoded(results: list[tuple]):
 
 
 def _blocks(text: str, size: int = _BULK_BATCH) -> list[str]:
-    """text cut into blocks of about `size` characters where a piece surely starts: after a
-    newline that has no whitespace on either side (so each block encodes as a document)."""
+    """text cut into blocks of about `size` characters where a piece surely starts (SAFE_CUT),
+    so each block encodes as a document."""
     blocks, start = [], 0
     while len(text) - start > size:
         found = _SAFE_CUT.search(text, start + size)

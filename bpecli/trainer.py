@@ -11,7 +11,7 @@ from tqdm import tqdm
 
 from .corpus import file_chunks
 from .errors import BpecliError, InputError
-from .pretokenize import count_pretokens, resolve_pattern
+from .pretokenize import PATTERNS, SAFE_CUT, available_cpus, count_pretokens, resolve_pattern
 from .tokenizer import Tokenizer, check_special_tokens
 
 
@@ -238,7 +238,9 @@ def train(
     pattern = resolve_pattern(pattern)
     paths = [str(p) for p in inputs]
     # Several chunks a worker keep both busy when chunks differ in size; one when counting alone.
-    chunks = [c for p in paths for c in file_chunks(p, 4 * workers if workers > 1 else 1, special_tokens)]
+    workers = max(1, min(workers, available_cpus()))
+    safe_cut = SAFE_CUT if pattern in PATTERNS.values() else None  # without special tokens, cut there
+    chunks = [c for p in paths for c in file_chunks(p, 4 * workers if workers > 1 else 1, special_tokens, safe_cut)]
     total_bytes = sum(c.end - c.start for c in chunks)
     with tqdm(total=total_bytes, unit="B", unit_scale=True, desc="counting", disable=not progress) as bar:
         counts = count_pretokens(
