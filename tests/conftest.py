@@ -70,3 +70,17 @@ def kernel_docs_sample() -> str:
 
     with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
         return f.read(2_000_000)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 64 KiB tmpfs: a disk that really fills up (root only; skipped elsewhere)."""
+    import subprocess
+
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (it needs root)")
+    yield folder
+    subprocess.run(["umount", "-l", str(folder)], check=False)

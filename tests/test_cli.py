@@ -341,3 +341,169 @@ def test_encode_out_reads_stdin(gpt2_vocab, tmp_path):
     assert result.exit_code == 0, result.output
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["inputs"] == [{"path": "<stdin>", "size": 26, "mtime_ns": None}] and manifest["total_tokens"] == 5
+
+
+# ---- hostile situations, run as a shell runs them: one line on stderr, a documented exit code ----
+
+def shell(script: str, **kwargs):
+    """Run a bash script in which `bpecli` is this interpreter's bpecli."""
+    import subprocess
+    import sys
+
+    prelude = f'bpecli() {{ "{sys.executable}" -m bpecli "$@"; }}\n'
+    return subprocess.run(["bash", "-c", prelude + script], capture_output=True, text=True, timeout=120, **kwargs)
+
+
+def one_stderr_line(done) -> str:
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "script, status, message",
+    [
+        ("echo hi | bpecli encode -t {vocab} >&-", 1, "standard output is closed"),
+        ("bpecli encode -t {vocab} <&-", 1, "standard input is closed"),
+        ("echo hi | bpecli encode -t {vocab} >/dev/full", 1, "No space left on device"),
+        ("echo 31373 | bpecli decode -t {vocab} >/dev/full", 1, "No space left on device"),
+        ("bpecli inspect {vocab} --json >/dev/full", 1, "No space left on device"),
+        ("echo '72 ²' | bpecli decode -t {vocab}", 1, "<stdin>:1: '²' is not a token id"),
+        ("echo '72 -1' | bpecli decode -t {vocab}", 1, "'-1' is not a token id"),
+        ("echo '99999999' | bpecli decode -t {vocab}", 1, "id 99999999 is not in the vocabulary"),
+    ],
+)
+def test_closed_and_full_streams_and_bad_ids_are_one_line(gpt2_vocab, script, status, message):
+    done = shell(script.format(vocab=gpt2_vocab))
+    assert done.returncode == status
+    assert message in one_stderr_line(done)
+
+
+def test_a_reader_that_leaves_early_is_not_an_error(gpt2_vocab, fixtures):
+    done = shell(f"bpecli encode -t {gpt2_vocab} --lines {fixtures / 'corpus.en'} | head -1; exit ${{PIPESTATUS[0]}}")
+    assert done.returncode == 0 and done.stderr == "" and len(done.stdout.splitlines()) == 1
+
+
+def test_fifos_process_substitution_and_dev_stdin_are_read_as_streams(gpt2_vocab, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    done = shell(f"(printf 'hello world' > {fifo} &) ; bpecli encode -t {gpt2_vocab} {fifo}")
+    assert (done.returncode, done.stdout) == (0, "31373 995\n"), done.stderr
+    done = shell(f"bpecli encode -t {gpt2_vocab} <(printf 'hello world')")
+    assert (done.returncode, done.stdout) == (0, "31373 995\n"), done.stderr
+    done = shell(f"printf 'hello world' | bpecli encode -t {gpt2_vocab} /dev/stdin")
+    assert (done.returncode, done.stdout) == (0, "31373 995\n"), done.stderr
+    text = "low lower lowest " * 50
+    done = shell(f"bpecli train <(printf '{text}') --vocab-size 260 --out {tmp_path / 'tok'} -q")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "tok" / "merges.txt").read_text(encoding="utf-8").splitlines()[1:] == ["o w", "l ow", "Ġ low", "Ġlow e"]
+    done = shell(f"(printf 'hello world<|endoftext|>hi' > {fifo} &) ; bpecli encode -t {gpt2_vocab} {fifo} --out {tmp_path / 'shards'} -q")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "shards" / "manifest.json").read_text())["total_tokens"] == 5
+
+
+def test_sigterm_to_a_multi_worker_run_is_one_line_and_resumable(gpt2_vocab, tmp_path, fixtures):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text(((fixtures / "corpus.en").read_text(encoding="utf-8") + "<|endoftext|>") * 60, encoding="utf-8")
+
+    def command(out):
+        return [sys.executable, "-m", "bpecli", "encode", "-t", str(gpt2_vocab), str(corpus), "--out", str(out),
+                "--shard-tokens", "20000", "--workers", "2", "-q"]
+
+    subprocess.run(command(tmp_path / "whole"), check=True)
+    victim = subprocess.Popen(command(tmp_path / "cut"), stderr=subprocess.PIPE, text=True)
+    journal = tmp_path / "cut" / ".bpecli-progress.json"
+    while not journal.exists() and victim.poll() is None:
+        time.sleep(0.005)
+    victim.send_signal(signal.SIGTERM)
+    _, stderr = victim.communicate(timeout=60)
+    if victim.returncode == 0:
+        pytest.skip("the run finished before SIGTERM reached it")
+    assert victim.returncode == 143 and stderr.strip() == "bpecli: terminated", stderr
+    assert not list((tmp_path / "cut").glob("*.partial")) and not (tmp_path / "cut" / "manifest.json").exists()
+    subprocess.run(command(tmp_path / "cut"), check=True)
+    whole = {p.name: p.read_bytes() for p in (tmp_path / "whole").iterdir()}
+    assert {p.name: p.read_bytes() for p in (tmp_path / "cut").iterdir()} == whole
+
+
+def test_stdin_spooled_into_a_full_tmpdir_is_one_line_and_leaves_nothing(gpt2_vocab, tmp_path, tiny_disk):
+    done = shell(f"head -c 1000000 /dev/zero | tr '\\0' a | TMPDIR={tiny_disk} bpecli encode -t {gpt2_vocab} - --out {tmp_path / 'out'} -q")
+    assert done.returncode == 1
+    assert "cannot copy standard input to" in one_stderr_line(done) and "set TMPDIR to a folder with room" in done.stderr
+    assert list(tiny_disk.iterdir()) == []
+
+
+def test_a_full_disk_under_shards_is_one_line_and_a_rerun_carries_on(gpt2_vocab, tmp_path, tiny_disk, fixtures):
+    """64 KiB fill up in the middle of the shards, the journal or the manifest: whichever it is,
+    one line, nothing partial, and the same command with room finishes the folder."""
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text((fixtures / "corpus.en").read_text(encoding="utf-8") * 2, encoding="utf-8")
+    out = tiny_disk / "shards"
+    done = shell(f"bpecli encode -t {gpt2_vocab} {corpus} --out {out} --shard-tokens 2000 -q")
+    assert done.returncode == 1 and "No space left on device" in one_stderr_line(done)
+    assert not list(out.glob("*.partial")) and not (out / "manifest.json").exists()
+    kept = sorted(p.name for p in out.glob("shard_*.npy"))
+    # move the folder somewhere with room; the rerun keeps what it can verify and finishes
+    import shutil
+
+    shutil.copytree(out, tmp_path / "roomy")
+    done = shell(f"bpecli encode -t {gpt2_vocab} {corpus} --out {tmp_path / 'roomy'} --shard-tokens 2000")
+    assert done.returncode == 0, done.stderr
+    assert (f"{len(kept)} kept" in done.stderr) if kept else "wrote" in done.stderr
+    assert shell(f"bpecli inspect {tmp_path / 'roomy'} --verify").returncode == 0
+
+
+def test_training_that_runs_out_of_pairs_says_so(tmp_path):
+    corpus = tmp_path / "t.txt"
+    corpus.write_text("ab ab ab")
+    result = run("train", corpus, "--vocab-size", 1_000_000, "--out", tmp_path / "tok", "-q")
+    assert result.exit_code == 0
+    assert "stopped after 2 merges: the corpus ran out of pairs; the vocabulary has 258 tokens, not 1,000,000" in result.output
+
+
+def test_messages_offer_only_options_the_command_has(gpt2_vocab, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok\n\xff")
+    assert "--errors replace" in one_line_error(run("encode", "-t", gpt2_vocab, bad))
+    assert "--errors" not in one_line_error(run("inspect", gpt2_vocab, "--corpus", bad))
+    assert "--errors" not in one_line_error(run("bench", "-t", gpt2_vocab, bad))
+    xz = tmp_path / "notes.txt.xz"
+    xz.write_bytes(b"\xfd7zXZ\x00\x00\x04" + bytes(range(200)))
+    error = one_line_error(run("encode", "-t", gpt2_vocab, xz))
+    assert "holds xz data, not text" in error and "--errors" not in error
+
+
+def test_plain_encode_reads_compressed_text(gpt2_vocab, tmp_path):
+    import gzip
+
+    path = tmp_path / "t.txt.gz"
+    path.write_bytes(gzip.compress(b"hello world"))
+    result = run("encode", "-t", gpt2_vocab, path)
+    assert (result.exit_code, result.output) == (0, "31373 995\n")
+
+
+def test_bench_on_an_empty_corpus_is_one_line(gpt2_vocab, tmp_path):
+    pytest.importorskip("tiktoken")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("<|endoftext|>")
+    assert "holds no text to time" in one_line_error(run("bench", "-t", gpt2_vocab, empty, "--against", "tiktoken"))
+
+
+def test_a_damaged_manifest_is_one_line_everywhere(gpt2_vocab, tmp_path):
+    corpus = tmp_path / "t.txt"
+    corpus.write_text("hello world<|endoftext|>again")
+    out = tmp_path / "out"
+    assert run("encode", "-t", gpt2_vocab, corpus, "--out", out, "-q").exit_code == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    for damage in ({"shards": None}, {"shards": [{"file": None}]}, {"total_tokens": "many"}):
+        (out / "manifest.json").write_text(json.dumps({**manifest, **damage}))
+        for command in (["inspect", out], ["inspect", out, "--verify"], ["encode", "-t", gpt2_vocab, corpus, "--out", out]):
+            assert "damaged" in one_line_error(run(*command)), (damage, command)
+    (out / "manifest.json").write_text("null")
+    assert "not a bpecli file" in one_line_error(run("inspect", out))
