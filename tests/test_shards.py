@@ -244,3 +244,154 @@ def test_cuts_are_at_the_first_special_token_after_each_guess(data, n_chunks):
         expected.append(min([p for t in tokens if (p := data.find(t, guess)) != -1], default=len(data)))
     expected = sorted(set(expected + [len(data)])) if n_chunks > 1 and data else [0, len(data)]
     assert corpus.chunk_boundaries(data, n_chunks, tokens) == expected
+
+
+# ---- what must never pass for finished: concurrent runs, changed inputs, overflowing ids ----
+
+def test_a_second_run_into_the_same_folder_is_refused_while_the_first_holds_it(gpt2, sample_file, tmp_path):
+    import fcntl
+
+    out = tmp_path / "out"
+    out.mkdir()
+    with open(out / shards.LOCK, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(OutputError, match=f"another bpecli is writing {out}"):
+            write_shards(gpt2, [str(sample_file)], out, eot=EOT)
+    assert write_shards(gpt2, [str(sample_file)], out, eot=EOT).status == "written"
+
+
+def test_two_real_runs_into_one_folder_never_end_with_a_wrong_manifest(gpt2_vocab, sample_file, tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "bpecli", "encode", "-t", str(gpt2_vocab), str(sample_file), "--out", str(out),
+               "--shard-tokens", "50000", "--workers", "1", "-q"]
+    runs = [subprocess.Popen(command, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [(r.wait(timeout=120), r.stderr.read()) for r in runs]
+    assert any(code == 0 for code, _ in results)
+    for code, stderr in results:
+        assert code == 0 or stderr.strip().endswith(f"another bpecli is writing {out}; wait for it to finish, or choose another --out")
+    assert verify(out) == []
+
+
+def edit_in_place(path, keep_mtime: bool) -> None:
+    """Change one byte of a file, its size the same; keep its modification time if asked."""
+    before = path.stat()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] = ord("X") if data[len(data) // 2] != ord("X") else ord("Y")
+    path.write_bytes(bytes(data))
+    if keep_mtime:
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def test_an_input_edited_in_place_is_never_complete_already(gpt2, sample_file, tmp_path):
+    corpus_path = tmp_path / "docs.txt"
+    corpus_path.write_bytes(sample_file.read_bytes())
+    out = tmp_path / "out"
+    write_shards(gpt2, [str(corpus_path)], out, shard_tokens=200_000, eot=EOT)
+    edit_in_place(corpus_path, keep_mtime=False)
+    with pytest.raises(OutputError, match=r"holds shards of another run \(input .*docs.txt: modified since\)"):
+        write_shards(gpt2, [str(corpus_path)], out, shard_tokens=200_000, eot=EOT)
+    assert any("changed since these shards were written" in problem for problem in verify(out))
+
+
+@pytest.mark.parametrize("keep_mtime", [False, True])
+def test_an_input_edited_between_interruption_and_resume_is_caught(gpt2, sample_file, tmp_path, small_parts, keep_mtime):
+    corpus_path = tmp_path / "docs.txt"
+    corpus_path.write_bytes(sample_file.read_bytes())
+    options = dict(shard_tokens=40_000, workers=1, eot=EOT)
+    with pytest.raises(KeyboardInterrupt):
+        write_shards(gpt2, [str(corpus_path)], tmp_path / "cut", progress=Interrupt(after=20), **options)
+    edit_in_place(corpus_path, keep_mtime=keep_mtime)
+    # a new time says so at once; the same time is caught by the checksum of each part read again
+    message = "changed since the interrupted run" if keep_mtime else "modified since"
+    with pytest.raises(BpecliError, match=message):
+        write_shards(gpt2, [str(corpus_path)], tmp_path / "cut", **options)
+    assert not (tmp_path / "cut" / "manifest.json").exists()
+
+
+class Truncate(Interrupt):
+    """A progress bar that cuts the input short after `after` updates, as another program might."""
+
+    def __init__(self, after, path):
+        super().__init__(after)
+        self.path = path
+
+    def update(self, n):
+        self.left -= 1
+        if self.left == 0:
+            os.truncate(self.path, self.path.stat().st_size // 2)
+
+
+def test_an_input_truncated_while_it_is_read_never_ends_as_finished(gpt2, sample_file, tmp_path, small_parts):
+    corpus_path = tmp_path / "docs.txt"
+    corpus_path.write_bytes(sample_file.read_bytes())
+    with pytest.raises(InputError, match="docs.txt changed while bpecli read it"):
+        write_shards(gpt2, [str(corpus_path)], tmp_path / "out", shard_tokens=40_000, eot=EOT,
+                     progress=Truncate(5, corpus_path))
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_the_manifest_records_what_was_read_of_each_input(gpt2, sample_file, tmp_path, small_parts):
+    run = write_shards(gpt2, [str(sample_file)], tmp_path / "out", eot=EOT)
+    (read,) = run.manifest["read"]
+    assert read["parts"] > 10 and len(read["sha256"]) == 64
+    assert run.manifest["inputs"][0]["mtime_ns"] == sample_file.stat().st_mtime_ns
+
+
+def test_ids_past_uint32_are_an_error_never_wrapped(tmp_path):
+    from bpecli import Tokenizer
+
+    tok = Tokenizer(ranks={bytes([b]): b for b in range(256)}, special_tokens={"<|endoftext|>": 2**32 + 5})
+    (tmp_path / "a.txt").write_text("hi")
+    with pytest.raises(BpecliError, match="past uint32"):
+        write_shards(tok, [str(tmp_path / "a.txt")], tmp_path / "out", eot=2**32 + 5)
+
+
+def test_many_tiny_shards_do_not_rewrite_the_journal_each_time(gpt2, tmp_path, monkeypatch):
+    writes = []
+    original = shards._write_json_atomically
+    monkeypatch.setattr(shards, "_write_json_atomically", lambda doc, path: (writes.append(path.name), original(doc, path)))
+    (tmp_path / "a.txt").write_text("hello world " * 1000)
+    run = write_shards(gpt2, [str(tmp_path / "a.txt")], tmp_path / "out", shard_tokens=1, eot=EOT)
+    assert len(run.manifest["shards"]) == 2002  # 2001 tokens and the eot
+    assert writes.count(".bpecli-progress.json") < 20 and writes[-1] == "manifest.json"
+
+
+@pytest.mark.parametrize("kind", ["dictionary", "struct", "large_string"])
+def test_parquet_text_in_other_arrow_types_reads_the_same(gpt2, tmp_path, kind):
+    pa = pytest.importorskip("pyarrow")
+    from pyarrow import parquet
+
+    docs = ["hello world", "second document", "hello world"]
+    parquet.write_table(pa.table({"text": docs}), tmp_path / "plain.parquet")
+    column = {"dictionary": pa.array(docs).dictionary_encode(), "large_string": pa.array(docs, pa.large_string()),
+              "struct": pa.StructArray.from_arrays([pa.array(docs)], names=["body"])}[kind]
+    name = "meta" if kind == "struct" else "text"
+    parquet.write_table(pa.table({name: column}), tmp_path / "other.parquet")
+    want = write_shards(gpt2, [str(tmp_path / "plain.parquet")], tmp_path / "a", eot=EOT).manifest
+    got = write_shards(gpt2, [str(tmp_path / "other.parquet")], tmp_path / "b", eot=EOT,
+                       text_column="meta.body" if kind == "struct" else "text").manifest
+    assert [s["sha256"] for s in got["shards"]] == [s["sha256"] for s in want["shards"]]
+
+
+@pytest.mark.parametrize(
+    "column, text_column, message",
+    [
+        ("lists", "text", r"holds lists \(list<\w+: string>\), not one text per row"),
+        ("numbers", "text", "holds int64, not text"),
+        ("struct", "meta", "is a struct; name its text field with --text-column \\(meta.body\\)"),
+        ("struct", "meta.nope", "has no field 'nope'"),
+        ("nulls", "text", "row 2: column 'text' is null"),
+    ],
+)
+def test_parquet_columns_that_are_not_text_are_one_clear_error(gpt2, tmp_path, column, text_column, message):
+    pa = pytest.importorskip("pyarrow")
+    from pyarrow import parquet
+
+    values = {"lists": pa.array([["a", "b"], ["c"]]), "numbers": pa.array([1, 2]),
+              "struct": pa.StructArray.from_arrays([pa.array(["a", "b"])], names=["body"]), "nulls": pa.array(["a", None])}[column]
+    parquet.write_table(pa.table({"meta" if column == "struct" else "text": values}), tmp_path / "t.parquet")
+    with pytest.raises(InputError, match=message):
+        write_shards(gpt2, [str(tmp_path / "t.parquet")], tmp_path / "out", eot=EOT, text_column=text_column)
