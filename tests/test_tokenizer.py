@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpecli import Tokenizer
+from bpecli import BpecliError, Tokenizer
 
 TEXTS = {
     "empty": "",
@@ -236,3 +236,82 @@ def test_cuts_where_no_token_spans_change_no_id(gpt2, tiktoken_gpt2):
         assert ends.tolist() == list(itertools.accumulate(map(len, expected)))
 
     check()
+
+
+# ---- long pieces, threads, odd ids: exact and safe whatever comes ----
+
+_LONG_PARTS = st.sampled_from(["a", "aa", "b", "ab", "the", "re", "ing", " ", "é", "中", "!", "\n", "0", "ll", "ation"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(_LONG_PARTS, min_size=1, max_size=300).map("".join).map(str.encode), min_size=1, max_size=6))
+def test_long_piece_rounds_equal_one_merge_at_a_time(gpt2, pieces):
+    """_bpe_long merges all the pairs of a rank at once, but for those near a merge that makes a
+    lower pair; the result must be BPE's, one merge at a time."""
+    import numpy as np
+
+    from bpecli.tokenizer import _merge_parts
+
+    sizes = np.array([len(p) for p in pieces])
+    ids, counts = gpt2._bpe_long(np.frombuffer(b"".join(pieces), dtype=np.uint8), np.cumsum(sizes) - sizes, sizes)
+    expected = [[gpt2.ranks[part] for part in _merge_parts(piece, gpt2.ranks)] for piece in pieces]
+    assert ids.tolist() == [i for e in expected for i in e] and counts.tolist() == [len(e) for e in expected]
+
+
+@pytest.mark.parametrize("text", ["a" * 300_000, "ab" * 150_000, "thequickbrownfox" * 20_000, "é" * 100_000])
+def test_very_long_pieces_equal_tiktoken(gpt2, tiktoken_gpt2, text):
+    assert gpt2.encode(text) == tiktoken_gpt2.encode(text)
+    assert gpt2.encode(text[:20_000]) == tiktoken_gpt2.encode(text[:20_000])  # the regex path's length
+
+
+def test_a_tokenizer_shared_by_threads_gives_each_the_ids_of_one_thread(gpt2, kernel_docs_sample):
+    """Long texts take the bulk path, whose piece tables grow as they go: each thread has its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [kernel_docs_sample[i * 150_000 : (i + 1) * 150_000] for i in range(8)] + ["x" * 100_000, "hello " * 20_000]
+    fresh = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
+    expected = [gpt2.encode(t) for t in texts]
+    for _ in range(2):
+        with ThreadPoolExecutor(8) as pool:
+            assert list(pool.map(fresh.encode, texts)) == expected
+        fresh.clear_cache()
+
+
+def test_sparse_ids_decode_without_a_table_as_long_as_the_highest_id(gpt2):
+    huge = 4_000_000_000
+    tok = Tokenizer(ranks=gpt2.ranks, special_tokens={"<|end|>": huge}, pattern=gpt2.pattern)
+    import numpy as np
+
+    ids = np.array(tok.encode("hello<|end|>world") , dtype=np.int64)
+    assert tok.decode(ids) == "hello<|end|>world" and tok.decode(ids.tolist()) == "hello<|end|>world"
+    assert sum(a.nbytes for a in tok._byte_table if a is not None) < 10_000_000
+    with pytest.raises(BpecliError, match="id 3999999999 is not in the vocabulary"):
+        tok.decode(np.array([huge - 1]))
+
+
+@pytest.mark.parametrize("specials, message", [({"": 300}, "non-empty"), ({"<|x|>": -1}, "whole number"),
+                                                ({"<|x|>": "7"}, "whole number")])
+def test_bad_special_tokens_are_refused(gpt2, specials, message):
+    with pytest.raises(BpecliError, match=message):
+        Tokenizer(ranks=gpt2.ranks, special_tokens=specials, pattern=gpt2.pattern)
+
+
+def test_a_pattern_that_drops_characters_is_refused_not_obeyed(gpt2):
+    """Custom patterns are checked on a probe text when given and on every text encoded."""
+    from bpecli.pretokenize import resolve_pattern
+
+    with pytest.raises(BpecliError, match=r"leaves ',' \(character 5\) out of every piece"):
+        resolve_pattern(r"[^,]+|,(?=\S)", source="--pattern")  # drops the comma of the probe's 'Hello, '
+    sneaky = Tokenizer(ranks=gpt2.ranks, pattern=r"[^~]+")  # covers the probe, not "~"
+    assert sneaky.decode(sneaky.encode("fine text")) == "fine text"
+    with pytest.raises(BpecliError, match=r"leaves '~' \(character 2\) out"):
+        sneaky.encode("ab~c")
+
+
+def test_a_tokenizer_pickles_without_its_tables_or_caches(gpt2):
+    import pickle
+
+    gpt2.encode("warm the caches " * 10)
+    copy = pickle.loads(pickle.dumps(gpt2))
+    assert copy.encode("hello world") == [31373, 995]
+    assert len(pickle.dumps(gpt2)) < 3 * len(pickle.dumps(gpt2.ranks))
