@@ -124,3 +124,22 @@ def test_pair_counts_add_up_for_keys_of_large_vocabularies():
         for k, w in zip(keys, [1, 2, 3, 4]):
             expected[k] = expected.get(k, 0) + w
         assert counts == expected and distinct == sorted(expected)
+
+
+def test_training_without_special_tokens_counts_in_parallel_with_the_same_merges(tmp_path, fixtures):
+    from bpecli.pretokenize import available_cpus
+
+    path = tmp_path / "t.txt"
+    path.write_text((fixtures / "corpus.en").read_text(encoding="utf-8"), encoding="utf-8")
+    one = train([path], vocab_size=400, workers=1)
+    two = train([path], vocab_size=400, workers=2)
+    assert one.merges == two.merges
+    if available_cpus() < 2:
+        pytest.skip("one CPU: the pool is one process")
+
+
+def test_the_pool_never_starts_more_processes_than_cpus():
+    from bpecli.pretokenize import available_cpus, process_pool
+
+    with process_pool(1000, print, ()) as pool:
+        assert pool._processes == available_cpus()

@@ -1,0 +1,96 @@
+"""Inputs: streams, spooling, ids, cuts that keep pieces whole, and --out kept apart from inputs."""
+
+import errno
+import os
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpecli import corpus
+from bpecli.errors import InputError, OutputError
+from bpecli.pretokenize import PATTERNS, SAFE_CUT
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["a", "B", "1", " ", "\n", "\r", ".", "/", "'s", "é", "中", "\t", ".\n", "\n\n", "!", "_"]),
+                max_size=40).map("".join))
+def test_text_cut_at_safe_cuts_splits_into_the_same_pieces(text):
+    """Training counts, and bulk encoding encodes, text in parts cut at SAFE_CUT."""
+    cuts = [m.start() for m in regex.finditer(SAFE_CUT, text)]
+    for name, pattern in PATTERNS.items():
+        parts, at = [], 0
+        for cut in cuts + [len(text)]:
+            parts += regex.findall(pattern, text[at:cut])
+            at = cut
+        assert parts == regex.findall(pattern, text), name
+
+
+def test_file_chunks_without_special_tokens_cut_at_safe_cuts(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("line of text\nnext line\n" * 5000)
+    chunks = corpus.file_chunks(str(path), 4, [], SAFE_CUT)
+    assert len(chunks) == 4 and chunks[0].start == 0 and chunks[-1].end == path.stat().st_size
+    data = path.read_bytes()
+    assert all(data[c.start - 1 : c.start + 1] == b"\nl" for c in chunks[1:])
+    assert len(corpus.file_chunks(str(path), 4, [], None)) == 1  # a custom pattern: no cut is safe
+
+
+@pytest.mark.parametrize("text", ["72 ²", "1 ١", "1_0", "+5", "3.0", "0x10"])
+def test_ids_are_plain_ascii_digits(tmp_path, text):
+    (tmp_path / "ids.txt").write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match="is not a token id"):
+        corpus.read_ids(str(tmp_path / "ids.txt"))
+
+
+def test_a_fifo_is_a_stream_read_whole(tmp_path):
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert corpus.is_stream(fifo) and not corpus.is_stream(tmp_path) and not corpus.is_stream(tmp_path / "none")
+    writer = threading.Thread(target=lambda: fifo.write_bytes(b"streamed text"))
+    writer.start()
+    assert corpus.read_text(str(fifo)) == "streamed text"
+    writer.join()
+
+
+def test_spooling_into_a_full_disk_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """The in-process twin of the CLI's real full-TMPDIR test, for machines that cannot mount one."""
+    source = tmp_path / "in.txt"
+    source.write_text("x" * 1000)
+
+    def no_space(source_file, out, length=0):
+        out.write(b"partial")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(corpus.shutil, "copyfileobj", no_space)
+    monkeypatch.setattr(corpus, "is_stream", lambda name: True)
+    spool_dir = tmp_path / "spool"
+    spool_dir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(spool_dir))
+    monkeypatch.setattr(corpus.tempfile, "tempdir", None)
+    with pytest.raises(InputError, match="No space left on device.*set TMPDIR to a folder with room"):
+        with corpus.streams_spooled([str(source)]):
+            pass
+    assert list(spool_dir.iterdir()) == []
+
+
+def test_out_is_never_an_input_nor_a_folder_holding_one(tmp_path):
+    (tmp_path / "data").mkdir()
+    text = tmp_path / "data" / "t.txt"
+    text.write_text("x")
+    for out in (text, tmp_path / "data", tmp_path):
+        with pytest.raises(OutputError, match="choose an --out folder apart from the inputs"):
+            corpus.check_apart(out, [str(text)])
+    corpus.check_apart(tmp_path / "data" / "out", [str(text), "-"])
+
+
+def test_a_part_read_after_its_file_shrank_is_an_error(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_bytes(b"0123456789" * 10)
+    assert corpus.read_range(str(path), "t.txt", 10, 20) == b"0123456789"
+    os.truncate(path, 15)
+    with pytest.raises(InputError, match=r"t.txt changed while bpecli read it \(now 15 bytes"):
+        corpus.read_range(str(path), "t.txt", 10, 20)
