@@ -465,4 +465,15 @@ def main() -> None:
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")
     signal.signal(signal.SIGTERM, _on_sigterm)
-    app()
+    try:
+        status = app(standalone_mode=False)
+    except Exception as e:  # click's usage errors (a bad option value...): one line, status 2 as click's
+        if not (hasattr(e, "format_message") and hasattr(e, "exit_code")):
+            raise
+        command = getattr(getattr(e, "ctx", None), "command_path", None) or "bpecli"
+        if type(e).__name__ == "NoArgsIsHelpError":  # `bpecli` alone: the help, as click shows it
+            e.show()
+        else:
+            typer.echo(f"{command}: error: {e.format_message()} (see {command} --help)", err=True)
+        sys.exit(e.exit_code)
+    sys.exit(status or 0)

@@ -138,7 +138,7 @@ def check_writable(out_dir: str | Path, *, force: bool = False) -> None:
         while not parent.exists():
             parent = parent.parent
         if not os.access(parent, os.W_OK | os.X_OK):
-            raise OutputError(f"cannot write into {parent} (permission denied); choose an --out you can write to")
+            raise OutputError(f"cannot write into {parent}; choose an --out you can write to")
 
 
 def _check_own_files(out_dir: Path, force: bool) -> None:

@@ -38,9 +38,14 @@ def _descending(token: bytes) -> bytes:
 _INVERTED = bytes(range(255, -1, -1))
 
 
+_MAX_VOCAB = 2**31 - 1
+
+
 def merges_wanted(vocab_size: int, special_tokens: list[str]) -> int:
     """How many merges a vocabulary of vocab_size leaves room for; an error if it is too small."""
     n_merges = vocab_size - 256 - len(special_tokens)
+    if vocab_size > _MAX_VOCAB:
+        raise BpecliError(f"--vocab-size {vocab_size:,} is too large: ids are 32-bit, so at most {_MAX_VOCAB:,}")
     if n_merges < 0:
         raise BpecliError(
             f"--vocab-size {vocab_size} is too small: it must hold the 256 byte tokens "

@@ -84,3 +84,17 @@ def tiny_disk(tmp_path):
         pytest.skip("cannot mount a small tmpfs here (it needs root)")
     yield folder
     subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.fixture
+def read_only_dir(tmp_path):
+    """A folder on a read-only filesystem: unwritable even for root (root only; skipped elsewhere)."""
+    import subprocess
+
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a read-only tmpfs here (it needs root)")
+    yield folder
+    subprocess.run(["umount", "-l", str(folder)], check=False)
