@@ -6,6 +6,7 @@
     python tests/benchmarks.py shards-cl100k [--repeat 3]            # the same with cl100k_base's ranks
     python tests/benchmarks.py count  [--repeat 3] [--corpus FILE]   # pre-token counting, 2 workers vs 1
     python tests/benchmarks.py startup [--repeat 5]                  # `echo ... | bpecli encode` wall time
+    python tests/benchmarks.py pathological [--repeat 3]             # 'a' * 20 MB and 20 MB without spaces, vs tiktoken
 
 Each job runs in a fresh process (so peak memory is its own), several times; the median wall time
 and the ratio bpecli / peer are printed. The default corpus is ../shared/corpora/kernel-docs.txt.gz,
@@ -155,6 +156,21 @@ def corpus_path(given: str | None) -> str:
     return str(target)
 
 
+def pathological_corpora() -> dict[str, str]:
+    """Legal text that no one writes on purpose: 20 MB of one letter, and 20 MB of the kernel docs
+    with every space and newline taken out (each a single call of encode)."""
+    folder = Path(tempfile.gettempdir()) / "bpecli-bench"
+    folder.mkdir(parents=True, exist_ok=True)
+    one_letter, no_spaces = folder / "one-letter-20mb.txt", folder / "no-spaces-20mb.txt"
+    if not one_letter.exists():
+        one_letter.write_bytes(b"a" * 20_000_000)
+    if not no_spaces.exists():
+        text = Path(corpus_path(None)).read_bytes().replace(SPECIAL.encode(), b"")
+        squeezed = b"".join(text.split())
+        no_spaces.write_bytes(squeezed[:20_000_000].decode("utf-8", "ignore").encode("utf-8"))
+    return {"'a' * 20 MB": str(one_letter), "20 MB without spaces": str(no_spaces)}
+
+
 def run_job(code: str, values: dict) -> dict:
     """Run code in a new Python; wall time (or the job's own `took`), peak RSS in MiB, and its result."""
     prelude = "import time, json, hashlib\n" + "".join(f"{k} = {v!r}\n" for k, v in values.items())
@@ -197,10 +213,16 @@ def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["train", "encode", "shards", "shards-cl100k", "count", "startup"])
+    parser.add_argument("what", choices=["train", "encode", "shards", "shards-cl100k", "count", "startup", "pathological"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--corpus")
     args = parser.parse_args()
+    if args.what == "pathological":
+        gpt2_vocab = str(SHARED / "fixtures" / "cs336" / "gpt2_vocab.json")
+        for name, path in pathological_corpora().items():
+            print(f"{name}: {path}, {args.repeat} runs each")
+            compare(ENCODE_JOBS, {"CORPUS": path, "GPT2_VOCAB": gpt2_vocab, "SPECIAL": SPECIAL}, args.repeat, os.path.getsize(path))
+        return
     corpus = corpus_path(args.corpus)
     gpt2_vocab = str(SHARED / "fixtures" / "cs336" / "gpt2_vocab.json")
     values = {"CORPUS": corpus, "SPECIAL": SPECIAL, "GPT2_VOCAB": gpt2_vocab,
