@@ -210,8 +210,10 @@ def _subtract_pairs(keys, weights, pair_counts: dict[int, int]) -> None:
 
 
 def _distinct(values):
-    """The distinct values, sorted (np.unique does more work than a sort and a compare)."""
-    values = np.sort(values)
+    """The distinct values, sorted (np.unique does more work than a sort and a compare; the
+    positions of a token often come in order already, and checking costs less than sorting)."""
+    if len(values) > 1 and not (values[1:] >= values[:-1]).all():
+        values = np.sort(values)
     return values[np.concatenate(([True], values[1:] != values[:-1]))]
 
 
