@@ -136,13 +136,14 @@ def _load_tokenizer(path: Path, pattern: str | None, special_ids: list[str] | No
 
 @command
 def train(
-    inputs: Annotated[list[str], typer.Argument(help="UTF-8 text files; - reads stdin.", metavar="INPUT...")],
+    inputs: Annotated[list[str], typer.Argument(help="Text (.txt), .jsonl, .parquet, .gz/.zst/.bz2 files; - reads stdin.", metavar="INPUT...")],
     vocab_size: Annotated[int, typer.Option(min=256, help="Bytes + merges + special tokens.")],
     out: Annotated[Path, typer.Option(help="Folder to write the tokenizer files into.")],
     special: Annotated[list[str], typer.Option(help="A special token, repeatable; it separates documents.")] = [],
     pattern: Annotated[str, typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex.")] = "gpt2",
     workers: Annotated[int, typer.Option(min=1, help="Processes that count pre-tokens (at most the CPUs this process may use).")] = _cpus(),
     min_frequency: Annotated[int, typer.Option(min=0, help="Stop when the best pair is rarer than this.")] = 0,
+    text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
     errors: Annotated[Errors, typer.Option(help="Invalid UTF-8: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out folder.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
@@ -157,7 +158,8 @@ def train(
     check_writable(out, force=force)  # before the long count, not after it
     with streams_spooled(inputs) as pairs:
         tokenizer = train_tokenizer(
-            [path for path, _ in pairs],
+            pairs,
+            text_column=text_column,
             vocab_size=vocab_size,
             special_tokens=special,
             pattern=pattern,

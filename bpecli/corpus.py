@@ -1,4 +1,4 @@
-"""Inputs: text files memory-mapped and cut into chunks whose edges sit on special tokens."""
+"""Inputs, one pipeline: files and streams of every format -> documents -> parts of whole documents."""
 
 from __future__ import annotations
 
@@ -16,15 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError, OutputError
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """A byte range of an input file; no document crosses its edges."""
-
-    path: str
-    start: int
-    end: int
 
 
 def is_stream(path: str | Path) -> bool:
@@ -160,31 +151,6 @@ def chunk_boundaries(data: mmap.mmap | bytes, n_chunks: int, split_tokens: list[
     return sorted(set(bounds))
 
 
-def file_chunks(path: str, n_chunks: int, special_tokens: list[str], safe_cut: str | None = None) -> list[Chunk]:
-    """Cut one file into chunks at special-token occurrences, or, when there are none, where
-    safe_cut (a regex where the pattern surely starts a piece) matches."""
-    data = open_mmap(path)
-    if special_tokens or safe_cut is None:
-        bounds = chunk_boundaries(data, n_chunks, [t.encode() for t in special_tokens])
-    else:
-        cut = re.compile(safe_cut.encode())
-        size, bounds = len(data), [0]
-        for i in range(1, n_chunks):
-            found = cut.search(data, max(i * size // n_chunks, bounds[-1] + 1))
-            if found is None:
-                break
-            bounds.append(found.start())
-        bounds = sorted(set(bounds + [size]))
-    return [Chunk(path, a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
-
-
-def read_chunk(chunk: Chunk, errors: str = "strict") -> str:
-    """Decode one chunk as UTF-8; invalid bytes are an error naming the file, line and byte."""
-    raw = read_range(chunk.path, chunk.path, chunk.start, chunk.end)
-    return decode_utf8(raw, chunk.path, errors=errors, offset=chunk.start, hint=ERRORS_HINT,
-                       lines_before=lambda: _lines_before(chunk.path, chunk.start))
-
-
 # The hint for invalid UTF-8, for the commands that have --errors.
 ERRORS_HINT = "to carry on with U+FFFD in its place, use --errors replace"
 # Leading bytes of compressed formats, to say so instead of "invalid UTF-8".
@@ -307,25 +273,41 @@ def input_kind(name: str) -> tuple[str, str | None]:
 
 
 def document_parts(
-    inputs: list[tuple[str, str]], *, separators: list[str], text_column: str = "text"
+    inputs: list[tuple[str, str]], *, separators: list[str], text_column: str = "text", safe_cut: str | None = None
 ) -> Iterator[Part]:
     """Parts of every input, in order. inputs are (path, label) pairs; separators are the special
-    tokens that end documents in text files.
+    tokens that end documents in text files. Text without separators is one document, unless
+    safe_cut (a regex where the pattern surely starts a piece: training) says where to cut it.
 
     Example: a 10 MB text file -> Part(start=0, end=2097190), Part(start=2097190, ...), ...
     """
     cuts = [s.encode("utf-8") for s in separators]
     for path, label in inputs:
         kind, compression = input_kind(path)
+        text_cut = None if cuts or kind != "text" or safe_cut is None else re.compile(safe_cut.encode())
         if kind == "parquet":
             yield from _parquet_parts(path, label, text_column)
         elif compression:
-            yield from _stream_parts(path, label, kind, compression, cuts if kind == "text" else [b"\n"])
+            yield from _stream_parts(path, label, kind, compression, cuts if kind == "text" else [b"\n"], text_cut)
         else:
             data = open_mmap(path)
             n_parts = -(-len(data) // PART_BYTES)
-            bounds = chunk_boundaries(data, n_parts, cuts if kind == "text" else [b"\n"])
+            if text_cut is not None:
+                bounds = _regex_boundaries(data, n_parts, text_cut)
+            else:
+                bounds = chunk_boundaries(data, n_parts, cuts if kind == "text" else [b"\n"])
             yield from (Part(path, label, kind, a, b) for a, b in zip(bounds, bounds[1:]) if b > a)
+
+
+def _regex_boundaries(data, n_parts: int, cut: re.Pattern) -> list[int]:
+    """Offsets that cut data into about n_parts pieces, each where cut matches."""
+    size, bounds = len(data), [0]
+    for i in range(1, n_parts):
+        found = cut.search(data, max(i * size // n_parts, bounds[-1] + 1))
+        if found is None:
+            break
+        bounds.append(found.start())
+    return sorted(set(bounds + [size]))
 
 
 def _parquet_parts(path: str, label: str, column: str) -> Iterator[Part]:
@@ -342,8 +324,9 @@ def _parquet_parts(path: str, label: str, column: str) -> Iterator[Part]:
         row += metadata.row_group(group).num_rows
 
 
-def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: list[bytes]) -> Iterator[Part]:
-    """Blocks of a compressed stream, each cut after its last document (or line) end."""
+def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: list[bytes], text_cut=None) -> Iterator[Part]:
+    """Blocks of a compressed stream, each cut after its last document (or line) end, or at its
+    last match of text_cut."""
     import pyarrow as pa
 
     try:
@@ -369,6 +352,9 @@ def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: list
             cut = max((buffer.rfind(c) for c in cuts), default=-1)
             if kind != "text" and cut >= 0:
                 cut += 1
+            if text_cut is not None:
+                found = [m.start() for m in text_cut.finditer(buffer, max(0, len(buffer) - (1 << 16)))]
+                cut = found[-1] if found else -1
             if cut <= 0:
                 carry = buffer
                 continue

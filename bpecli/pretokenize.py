@@ -5,15 +5,14 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from functools import cache
 from multiprocessing import get_all_start_methods, get_context
 
 import regex
 
-from .corpus import Chunk, read_chunk
+from .corpus import Part, read_documents
 from .errors import BpecliError
 
 # The exact patterns tiktoken uses for its gpt2 / r50k, cl100k_base and o200k_base encodings.
@@ -100,19 +99,20 @@ def split_documents(text: str, splitter: regex.Pattern | None) -> list[str]:
 _worker: dict = {}
 
 
-def _init_worker(pattern: str, special_tokens: list[str], errors: str) -> None:
+def _init_worker(pattern: str, special_tokens: list[str], text_column: str, errors: str) -> None:
     _worker["split"] = vectorised_splitter(pattern)
     _worker["findall"] = regex.compile(pattern).findall
     _worker["pattern"] = pattern
     _worker["splitter"] = special_splitter(special_tokens)
+    _worker["text_column"] = text_column
     _worker["errors"] = errors
 
 
-def _count_chunk(chunk: Chunk) -> tuple[Counter, int]:
-    text = read_chunk(chunk, _worker["errors"])
-    documents = split_documents(text, _worker["splitter"])
+def _count_part(part: Part) -> tuple[Counter, int]:
+    documents, n_bytes, _ = read_documents(part, splitter=_worker["splitter"], text_column=_worker["text_column"],
+                                           errors=_worker["errors"])
     if _worker["split"] is not None:
-        return count_pieces([d.encode("utf-8") for d in documents], _worker["split"]), chunk.end - chunk.start
+        return count_pieces([d.encode("utf-8") for d in documents], _worker["split"]), n_bytes
     findall = _worker["findall"]
     counts: Counter = Counter()
     for document in documents:
@@ -120,41 +120,48 @@ def _count_chunk(chunk: Chunk) -> tuple[Counter, int]:
         if sum(map(len, pieces)) != len(document):
             raise uncovered_error(_worker["pattern"], document)
         counts.update(pieces)
-    return counts, chunk.end - chunk.start
+    return counts, n_bytes
 
 
 def count_pretokens(
-    chunks: list[Chunk],
+    parts: Iterable[Part],
     *,
     pattern: str,
     special_tokens: list[str],
+    text_column: str = "text",
     workers: int = 1,
     errors: str = "strict",
     progress=None,
 ) -> Counter:
-    """Pre-token frequencies over all chunks, counted by `workers` processes.
+    """Pre-token frequencies over the documents of all parts, counted by `workers` processes.
 
-    Example: one chunk "low low<|endoftext|>lower" -> {"low": 1, " low": 1, "lower": 1}
+    Example: one part "low low<|endoftext|>lower" -> {"low": 1, " low": 1, "lower": 1}
     """
-    init_args = (pattern, special_tokens, errors)
     total: Counter = Counter()
-    with _chunk_counter(workers if len(chunks) > 1 else 1, init_args) as count_all:
-        for counts, n_bytes in count_all(chunks):
-            total.update(counts)
-            if progress is not None:
-                progress.update(n_bytes)
+    init_args = (pattern, special_tokens, text_column, errors)
+    for counts, n_bytes in map_in_order(_count_part, parts, workers=workers, initializer=_init_worker, initargs=init_args):
+        total.update(counts)
+        if progress is not None:
+            progress.update(n_bytes)
     return total
 
 
-@contextmanager
-def _chunk_counter(workers: int, init_args: tuple):
-    """A function mapping _count_chunk over chunks: in this process for one worker, else a pool."""
+def map_in_order(function, items: Iterable, *, workers: int, initializer, initargs: tuple) -> Iterator:
+    """function(item) for each item, in order: in this process for one worker, else by a pool
+    whose processes are each set up once by initializer(*initargs). At most 2 items per worker
+    are in flight, so memory stays bounded however many items come."""
     if workers <= 1:
-        _init_worker(*init_args)
-        yield lambda chunks: map(_count_chunk, chunks)
+        initializer(*initargs)
+        yield from map(function, items)
         return
-    with process_pool(workers, _init_worker, init_args) as pool:
-        yield lambda chunks: pool.imap_unordered(_count_chunk, chunks)
+    with process_pool(workers, initializer, initargs) as pool:
+        pending: deque = deque()
+        for item in items:
+            pending.append(pool.apply_async(function, (item,)))
+            if len(pending) > 2 * workers:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
 
 
 def available_cpus() -> int:

@@ -24,7 +24,7 @@ import numpy as np
 
 from .corpus import Part, check_apart, document_parts, read_documents
 from .errors import BpecliError, InputError, OutputError
-from .pretokenize import process_pool, special_splitter
+from .pretokenize import map_in_order, special_splitter
 from .tokenizer import Tokenizer
 
 FORMAT_VERSION = 1
@@ -517,23 +517,17 @@ def _parts_from(parts: Iterator[Part], first: int, writer, separators, text_colu
 
 
 def _encode_in_order(numbered: Iterator[tuple[int, Part]], workers: int, init_args: tuple):
-    """(index, part, _encode_part(part)) in order, by `workers` processes; at most 2 * workers
-    parts are in flight, so memory stays bounded however long the inputs are."""
-    if workers <= 1:
-        _init_worker(*init_args)
+    """(index, part, _encode_part(part)) in order, by `workers` processes (see map_in_order)."""
+    taken: deque = deque()
+
+    def parts():
         for index, part in numbered:
-            yield index, part, _encode_part(part)
-        return
-    with process_pool(workers, _init_worker, init_args) as pool:
-        pending: deque = deque()
-        for index, part in numbered:
-            pending.append((index, part, pool.apply_async(_encode_part, (part,))))
-            if len(pending) > 2 * workers:
-                index, part, result = pending.popleft()
-                yield index, part, result.get()
-        while pending:
-            index, part, result = pending.popleft()
-            yield index, part, result.get()
+            taken.append((index, part))
+            yield part
+
+    for result in map_in_order(_encode_part, parts(), workers=workers, initializer=_init_worker, initargs=init_args):
+        index, part = taken.popleft()
+        yield index, part, result
 
 
 def verify(out_dir: str | Path) -> list[str]:

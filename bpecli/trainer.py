@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import heapq
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
-from .corpus import file_chunks
+from .corpus import document_parts
 from .errors import BpecliError, InputError
-from .pretokenize import PATTERNS, SAFE_CUT, available_cpus, count_pretokens, resolve_pattern
+from .pretokenize import PATTERNS, SAFE_CUT, count_pretokens, resolve_pattern
 from .tokenizer import Tokenizer, check_special_tokens
 
 
@@ -230,7 +231,7 @@ def _pop_best(heap: list, pair_counts: dict[int, int]) -> tuple[int, int] | None
 
 
 def train(
-    inputs: list[str | Path],
+    inputs: list[str | Path | tuple[str, str]],
     *,
     vocab_size: int,
     special_tokens: list[str] = (),
@@ -238,10 +239,12 @@ def train(
     workers: int = 1,
     min_frequency: int = 0,
     errors: str = "strict",
+    text_column: str = "text",
     progress: bool = False,
 ) -> Tokenizer:
-    """Train a byte-level BPE on text files: byte b has id b, merge i id 256 + i, and the special
-    tokens take the last ids in the order given.
+    """Train a byte-level BPE on the documents of inputs (text, JSONL, Parquet, compressed: see
+    corpus.document_parts; paths or (path, label) pairs): byte b has id b, merge i id 256 + i,
+    and the special tokens take the last ids in the order given.
 
     Example: train(["corpus.txt"], vocab_size=1000, special_tokens=["<|endoftext|>"]).save("tok")
     """
@@ -249,18 +252,16 @@ def train(
     check_special_tokens(dict.fromkeys(special_tokens, 0))  # fail before the long count
     n_merges = merges_wanted(vocab_size, special_tokens)
     pattern = resolve_pattern(pattern)
-    paths = [str(p) for p in inputs]
-    # Several chunks a worker keep both busy when chunks differ in size; one when counting alone.
-    workers = max(1, min(workers, available_cpus()))
-    safe_cut = SAFE_CUT if pattern in PATTERNS.values() else None  # without special tokens, cut there
-    chunks = [c for p in paths for c in file_chunks(p, 4 * workers if workers > 1 else 1, special_tokens, safe_cut)]
-    total_bytes = sum(c.end - c.start for c in chunks)
+    pairs = [(str(item), str(item)) if isinstance(item, (str, Path)) else item for item in inputs]
+    # text without special tokens is cut where the preset patterns surely start a piece
+    safe_cut = SAFE_CUT if pattern in PATTERNS.values() else None
+    parts = document_parts(pairs, separators=special_tokens, text_column=text_column, safe_cut=safe_cut)
+    total_bytes = sum(os.path.getsize(path) for path, _ in pairs if os.path.isfile(path))
     with tqdm(total=total_bytes, unit="B", unit_scale=True, desc="counting", disable=not progress) as bar:
-        counts = count_pretokens(
-            chunks, pattern=pattern, special_tokens=special_tokens, workers=workers, errors=errors, progress=bar
-        )
+        counts = count_pretokens(parts, pattern=pattern, special_tokens=special_tokens, text_column=text_column,
+                                 workers=workers, errors=errors, progress=bar)
     if not counts:
-        raise InputError(f"{', '.join(paths)}: the corpus is empty (no text outside special tokens)")
+        raise InputError(f"{', '.join(label for _, label in pairs)}: the corpus is empty (no text outside special tokens)")
     with tqdm(total=n_merges, unit="merge", desc="merging", disable=not progress) as bar:
         merges = train_bpe(
             counts, vocab_size=vocab_size, special_tokens=special_tokens, min_frequency=min_frequency, progress=bar

@@ -120,11 +120,11 @@ def cl100k_file() -> str:
 
 COUNT_JOBS = {  # pre-tokenization and counting alone, to see it scale with workers
     f"bpecli-{workers}-worker": f"""
-from bpecli.corpus import file_chunks
+from bpecli.corpus import document_parts
 from bpecli.pretokenize import PATTERNS, count_pretokens
 t = time.perf_counter()
-chunks = file_chunks(CORPUS, 8, [SPECIAL])
-count_pretokens(chunks, pattern=PATTERNS["gpt2"], special_tokens=[SPECIAL], workers={workers})
+parts = document_parts([(CORPUS, CORPUS)], separators=[SPECIAL])
+count_pretokens(parts, pattern=PATTERNS["gpt2"], special_tokens=[SPECIAL], workers={workers})
 took = time.perf_counter() - t; ids = []
 """
     for workers in (2, 1)

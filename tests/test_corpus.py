@@ -27,14 +27,27 @@ def test_text_cut_at_safe_cuts_splits_into_the_same_pieces(text):
         assert parts == regex.findall(pattern, text), name
 
 
-def test_file_chunks_without_special_tokens_cut_at_safe_cuts(tmp_path):
+def test_text_without_separators_is_cut_at_safe_cuts_only_when_asked(tmp_path, monkeypatch):
+    monkeypatch.setattr(corpus, "PART_BYTES", 1 << 14)
     path = tmp_path / "t.txt"
     path.write_text("line of text\nnext line\n" * 5000)
-    chunks = corpus.file_chunks(str(path), 4, [], SAFE_CUT)
-    assert len(chunks) == 4 and chunks[0].start == 0 and chunks[-1].end == path.stat().st_size
+    inputs = [(str(path), "t.txt")]
+    parts = list(corpus.document_parts(inputs, separators=[], safe_cut=SAFE_CUT))
+    assert len(parts) > 4 and parts[0].start == 0 and parts[-1].end == path.stat().st_size
     data = path.read_bytes()
-    assert all(data[c.start - 1 : c.start + 1] == b"\nl" for c in chunks[1:])
-    assert len(corpus.file_chunks(str(path), 4, [], None)) == 1  # a custom pattern: no cut is safe
+    assert all(data[p.start - 1 : p.start + 1] == b"\nl" for p in parts[1:])
+    assert len(list(corpus.document_parts(inputs, separators=[]))) == 1  # one document: encode keeps it whole
+
+
+def test_compressed_text_without_separators_is_cut_at_safe_cuts_too(tmp_path, monkeypatch):
+    import gzip
+
+    monkeypatch.setattr(corpus, "PART_BYTES", 1 << 14)
+    text = "line of text\nnext line\n" * 5000
+    (tmp_path / "t.txt.gz").write_bytes(gzip.compress(text.encode()))
+    parts = list(corpus.document_parts([(str(tmp_path / "t.txt.gz"), "t.txt.gz")], separators=[], safe_cut=SAFE_CUT))
+    assert len(parts) > 4 and b"".join(p.data for p in parts) == text.encode()
+    assert all(p.data.startswith(b"next line") or p.data.startswith(b"line") for p in parts)
 
 
 @pytest.mark.parametrize("text", ["72 ²", "1 ١", "1_0", "+5", "3.0", "0x10"])

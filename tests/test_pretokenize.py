@@ -130,12 +130,17 @@ def test_counting_pretokens_equals_the_regex(name, tmp_path, kernel_docs_sample)
     """Training counts pre-tokens with the vectorised pre-tokenizer where there is one."""
     from collections import Counter
 
-    from bpecli.corpus import file_chunks
+    from bpecli import corpus
     from bpecli.pretokenize import count_pretokens
 
     path = tmp_path / "corpus.txt"
     text = kernel_docs_sample[:500_000] + " it'S  \r\n\t(x) 12345 字字 HTMLParser\n/x"
     path.write_text(text, encoding="utf-8")
-    counts = count_pretokens(file_chunks(str(path), 4, ["<|endoftext|>"]), pattern=PATTERNS[name], special_tokens=["<|endoftext|>"])
+    corpus.PART_BYTES, before = 1 << 16, corpus.PART_BYTES  # many parts
+    try:
+        parts = corpus.document_parts([(str(path), "corpus.txt")], separators=["<|endoftext|>"])
+        counts = count_pretokens(parts, pattern=PATTERNS[name], special_tokens=["<|endoftext|>"], workers=2)
+    finally:
+        corpus.PART_BYTES = before
     expected = Counter(p.encode() for d in text.split("<|endoftext|>") for p in regex.findall(PATTERNS[name], d))
     assert {k.encode() if isinstance(k, str) else k: v for k, v in counts.items()} == expected
