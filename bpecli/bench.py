@@ -11,7 +11,7 @@ from itertools import chain
 
 from .corpus import read_text
 from .errors import BpecliError, InputError
-from .pretokenize import process_pool
+from .executor import map_in_order
 from .tokenizer import Tokenizer, join_encoded
 
 PEERS = ("tiktoken", "tokenizers")
@@ -159,5 +159,4 @@ def _encode_ours(tok: Tokenizer, documents: list[str], workers: int):
     tok.prepare_bulk()
     step = -(-len(documents) // (4 * workers))
     shares = [(i, min(i + step, len(documents))) for i in range(0, len(documents), step)]
-    with process_pool(workers, _init, (tok, documents)) as pool:
-        return join_encoded(pool.map(_encode_share, shares))
+    return join_encoded(list(map_in_order(_encode_share, shares, workers=workers, initializer=_init, initargs=(tok, documents))))

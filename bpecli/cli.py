@@ -100,7 +100,7 @@ class Special(str, Enum):
 
 
 def _cpus() -> int:
-    from .pretokenize import available_cpus
+    from .executor import available_cpus
 
     return available_cpus()
 
@@ -204,9 +204,9 @@ def encode(
 ) -> None:
     """Encode text to token ids, printed on one line per input (or per line with --lines);
     with --out, encode a corpus into .npy shards (one document after another, each followed by --eot)."""
-    from .pretokenize import keep_freed_memory
+    from .executor import keep_freed_memory
 
-    keep_freed_memory()  # the command owns its process, as the pool's workers own theirs
+    keep_freed_memory()  # the command owns its process, as the workers own theirs
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if out is not None:
         return _encode_to_shards(tok, inputs or ["-"], out, shard_tokens, workers, eot, text_column, dtype, errors, force, quiet)
@@ -433,7 +433,7 @@ def bench(
 ) -> None:
     """Time encoding and decoding of a corpus, beside a peer tokenizer with the same ranks."""
     from .bench import bench as run_bench
-    from .pretokenize import keep_freed_memory
+    from .executor import keep_freed_memory
 
     keep_freed_memory()  # as encode does
     tok = _load_tokenizer(tokenizer, pattern, special_ids)

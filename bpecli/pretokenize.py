@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import ctypes
-import os
-import signal
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from functools import cache
-from multiprocessing import get_all_start_methods, get_context
 
 import regex
 
 from .corpus import Part, read_documents
 from .errors import BpecliError
+from .executor import map_in_order
 
 # The exact patterns tiktoken uses for its gpt2 / r50k, cl100k_base and o200k_base encodings.
 PATTERNS = {
@@ -144,63 +141,6 @@ def count_pretokens(
         if progress is not None:
             progress.update(n_bytes)
     return total
-
-
-def map_in_order(function, items: Iterable, *, workers: int, initializer, initargs: tuple) -> Iterator:
-    """function(item) for each item, in order: in this process for one worker, else by a pool
-    whose processes are each set up once by initializer(*initargs). At most 2 items per worker
-    are in flight, so memory stays bounded however many items come."""
-    if workers <= 1:
-        initializer(*initargs)
-        yield from map(function, items)
-        return
-    with process_pool(workers, initializer, initargs) as pool:
-        pending: deque = deque()
-        for item in items:
-            pending.append(pool.apply_async(function, (item,)))
-            if len(pending) > 2 * workers:
-                yield pending.popleft().get()
-        while pending:
-            yield pending.popleft().get()
-
-
-def available_cpus() -> int:
-    """The CPUs this process may run on (its affinity, which containers and taskset narrow)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity outside Linux
-        return os.cpu_count() or 1
-
-
-def process_pool(workers: int, initializer, initargs: tuple):
-    """A pool of worker processes (no more than the CPUs: more would only take turns), each set
-    up once by initializer(*initargs). fork shares the parent's imported modules and tables for
-    free; spawn where there is no fork."""
-    method = "fork" if "fork" in get_all_start_methods() else "spawn"
-    workers = max(1, min(workers, available_cpus()))
-    return get_context(method).Pool(workers, initializer=_start_worker, initargs=(initializer, initargs))
-
-
-def _start_worker(initializer, initargs: tuple) -> None:
-    # Ctrl-C and SIGTERM are the parent's to handle: it stops the pool, whose workers then end
-    # quietly instead of each printing a traceback
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    keep_freed_memory()
-    initializer(*initargs)
-
-
-def keep_freed_memory() -> None:
-    """Have glibc's malloc keep the memory numpy frees for its next arrays. Bulk encoding makes
-    and drops arrays of several MB for every batch; by default malloc hands them back to the kernel,
-    and every fresh page costs a fault: about a fifth of encode time, measured. The process keeps
-    its high-water mark of memory instead. Nothing happens where malloc is not glibc's."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: blocks up to 32 MB (its most) come from the heap...
-    mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: ...and up to 1 GB of it stays when freed
 
 
 # ---- vectorised pre-tokenizers ------------------------------------------------------------------

@@ -24,7 +24,8 @@ import numpy as np
 
 from .corpus import Part, check_apart, document_parts, read_documents
 from .errors import BpecliError, InputError, OutputError
-from .pretokenize import map_in_order, special_splitter
+from .executor import map_in_order
+from .pretokenize import special_splitter
 from .tokenizer import Tokenizer
 
 FORMAT_VERSION = 1
@@ -517,7 +518,7 @@ def _parts_from(parts: Iterator[Part], first: int, writer, separators, text_colu
 
 
 def _encode_in_order(numbered: Iterator[tuple[int, Part]], workers: int, init_args: tuple):
-    """(index, part, _encode_part(part)) in order, by `workers` processes (see map_in_order)."""
+    """(index, part, _encode_part(part)) in order, by `workers` processes (see executor.map_in_order)."""
     taken: deque = deque()
 
     def parts():

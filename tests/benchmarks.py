@@ -58,7 +58,7 @@ tok.train_from_iterator(documents, vocab_size=10000, pattern=PATTERNS["gpt2"])  
 ENCODE_JOBS = {
     "bpecli": """
 from bpecli import Tokenizer
-from bpecli.pretokenize import keep_freed_memory
+from bpecli.executor import keep_freed_memory
 keep_freed_memory()  # as `bpecli encode` does
 tok = Tokenizer.load(GPT2_VOCAB)
 text = open(CORPUS, encoding="utf-8").read()
@@ -78,7 +78,7 @@ SHARD_JOB = """
 import glob
 import numpy as np
 from bpecli import Tokenizer
-from bpecli.pretokenize import keep_freed_memory
+from bpecli.executor import keep_freed_memory
 from bpecli.shards import write_shards
 keep_freed_memory()  # as `bpecli encode` does
 tok = Tokenizer.load(TOKENIZER)

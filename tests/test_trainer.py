@@ -127,7 +127,7 @@ def test_pair_counts_add_up_for_keys_of_large_vocabularies():
 
 
 def test_training_without_special_tokens_counts_in_parallel_with_the_same_merges(tmp_path, fixtures):
-    from bpecli.pretokenize import available_cpus
+    from bpecli.executor import available_cpus
 
     path = tmp_path / "t.txt"
     path.write_text((fixtures / "corpus.en").read_text(encoding="utf-8"), encoding="utf-8")
@@ -136,38 +136,3 @@ def test_training_without_special_tokens_counts_in_parallel_with_the_same_merges
     assert one.merges == two.merges
     if available_cpus() < 2:
         pytest.skip("one CPU: the pool is one process")
-
-
-def test_the_pool_never_starts_more_processes_than_cpus():
-    from bpecli.pretokenize import available_cpus, process_pool
-
-    with process_pool(1000, print, ()) as pool:
-        assert pool._processes == available_cpus()
-
-
-def test_the_same_documents_train_the_same_files_whatever_their_container(tmp_path, fixtures):
-    """Training reads what encode --out reads: JSON syntax, gzip bytes and Parquet pages are never
-    learnt as text."""
-    import gzip
-
-    import pyarrow as pa
-    from pyarrow import parquet
-
-    text = (fixtures / "tinystories_sample.txt").read_text(encoding="utf-8")
-    documents = [d for d in text.split("<|endoftext|>") if d]
-    (tmp_path / "docs.txt").write_text(text, encoding="utf-8")
-    lines = "".join(json.dumps({"text": d}) + "\n" for d in documents)
-    (tmp_path / "docs.jsonl").write_text(lines, encoding="utf-8")
-    (tmp_path / "docs.jsonl.gz").write_bytes(gzip.compress(lines.encode()))
-    (tmp_path / "docs.txt.gz").write_bytes(gzip.compress(text.encode()))
-    parquet.write_table(pa.table({"body": documents}), tmp_path / "docs.parquet", row_group_size=20)
-
-    def files(name, **options):
-        out = tmp_path / f"out-{name}"
-        train([tmp_path / name], vocab_size=400, special_tokens=["<|endoftext|>"], workers=2, **options).save(out)
-        return {p.name: p.read_bytes() for p in out.iterdir()}
-
-    reference = files("docs.txt")
-    for name in ("docs.jsonl", "docs.jsonl.gz", "docs.txt.gz"):
-        assert files(name) == reference, name
-    assert files("docs.parquet", text_column="body") == reference

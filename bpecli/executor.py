@@ -1,0 +1,173 @@
+"""Run a function over parts in worker processes and collect the results in order.
+
+Each worker has a pipe of its own to the parent: nothing is shared between processes, so a worker
+that is killed (Ctrl-C, SIGTERM, the kernel's OOM killer) can never leave a lock held that another
+waits for, as multiprocessing.Pool's shared queues can when it terminates workers mid-send.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+from collections.abc import Callable, Iterable, Iterator
+
+from .errors import BpecliError
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity, which containers and taskset narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity outside Linux
+        return os.cpu_count() or 1
+
+
+def keep_freed_memory() -> None:
+    """Have glibc's malloc keep the memory numpy frees for its next arrays. Bulk encoding makes
+    and drops arrays of several MB for every batch; by default malloc hands them back to the kernel,
+    and every fresh page costs a fault: about a fifth of encode time, measured. The process keeps
+    its high-water mark of memory instead. Nothing happens where malloc is not glibc's."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: blocks up to 32 MB (its most) come from the heap...
+    mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: ...and up to 1 GB of it stays when freed
+
+
+def map_in_order(function: Callable, items: Iterable, *, workers: int, initializer: Callable, initargs: tuple) -> Iterator:
+    """function(item) for each item, in the order of items: in this process for one worker, else in
+    worker processes (no more than the CPUs), each set up once by initializer(*initargs). At most
+    2 items per worker are in flight, so memory stays bounded however many items come. An error in
+    a worker is raised here, at its item's turn.
+
+    Example: map_in_order(len, ["ab", "c"], workers=2, initializer=print, initargs=()) -> 2, 1
+    """
+    workers = max(1, min(workers, available_cpus()))
+    if workers == 1:
+        initializer(*initargs)
+        yield from map(function, items)
+        return
+    yield from _Workers(workers, initializer, initargs).map_in_order(function, items, in_flight=2 * workers)
+
+
+class _Workers:
+    """Worker processes, each serving the items sent down its pipe one at a time."""
+
+    def __init__(self, count: int, initializer: Callable, initargs: tuple):
+        import multiprocessing
+
+        # fork shares the parent's modules and tables (a prepared Tokenizer) for free
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        context = multiprocessing.get_context(method)
+        self.processes, self.pipes = [], []
+        for _ in range(count):
+            parent_end, child_end = context.Pipe()
+            process = context.Process(target=_serve, args=(child_end, initializer, initargs), daemon=True)
+            process.start()
+            child_end.close()
+            self.processes.append(process)
+            self.pipes.append(parent_end)
+
+    def map_in_order(self, function: Callable, items: Iterable, *, in_flight: int) -> Iterator:
+        from multiprocessing.connection import wait
+
+        numbered = enumerate(items)
+        idle = list(range(len(self.pipes)))
+        busy: dict[int, int] = {}  # worker -> the item it works on
+        done: dict[int, tuple] = {}  # item -> (ok, result) not yet yielded
+        sent = next_out = 0
+        exhausted = False
+        finished = False
+        try:
+            while True:
+                while idle and not exhausted and sent - next_out < in_flight:
+                    try:
+                        index, item = next(numbered)
+                    except StopIteration:
+                        exhausted = True
+                        break
+                    worker = idle.pop()
+                    self.pipes[worker].send((function, item))
+                    busy[worker] = index
+                    sent += 1
+                if next_out in done:
+                    ok, result = done.pop(next_out)
+                    next_out += 1
+                    if not ok:
+                        raise result
+                    yield result
+                    continue
+                if exhausted and next_out == sent:
+                    finished = True
+                    return
+                by_pipe = {self.pipes[w]: w for w in busy}
+                by_sentinel = {self.processes[w].sentinel: w for w in busy}
+                for ready in wait([*by_pipe, *by_sentinel]):
+                    worker = by_pipe.get(ready, by_sentinel.get(ready))
+                    if worker not in busy:
+                        continue  # its pipe and its sentinel were both ready
+                    try:
+                        done[busy.pop(worker)] = self.pipes[worker].recv()
+                    except (EOFError, OSError):
+                        code = self.processes[worker].exitcode
+                        raise BpecliError(
+                            f"a worker process died (exit status {code}; killed, or out of memory?); "
+                            "rerun, perhaps with fewer --workers"
+                        ) from None
+                    idle.append(worker)
+        finally:
+            self._stop(gently=finished)
+
+    def _stop(self, gently: bool) -> None:
+        """End every worker: asked to when all went well, else terminated at once."""
+        for pipe, process in zip(self.pipes, self.processes):
+            if gently:
+                try:
+                    pipe.send(None)
+                except OSError:
+                    pass
+            else:
+                process.terminate()
+        for pipe, process in zip(self.pipes, self.processes):
+            process.join(timeout=5)
+            if process.exitcode is None:
+                process.kill()
+                process.join()
+            pipe.close()
+
+
+def _serve(pipe, initializer: Callable, initargs: tuple) -> None:
+    """A worker's life: set up once, then answer each (function, item) with (ok, result)."""
+    # Ctrl-C and SIGTERM are the parent's to handle: it ends the workers, which go quietly
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    keep_freed_memory()
+    initializer(*initargs)
+    while True:
+        try:
+            task = pipe.recv()
+        except (EOFError, OSError):  # the parent is gone
+            return
+        if task is None:
+            return
+        function, item = task
+        try:
+            answer = (True, function(item))
+        except BaseException as error:  # raised in the parent, at this item's turn
+            answer = (False, error if _picklable(error) else BpecliError(f"{type(error).__name__}: {error}"))
+        try:
+            pipe.send(answer)
+        except (EOFError, OSError):
+            return
+
+
+def _picklable(error: BaseException) -> bool:
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(error))
+        return True
+    except Exception:
+        return False
