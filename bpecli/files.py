@@ -6,6 +6,7 @@ import base64
 import binascii
 import json
 import os
+import re
 import shutil
 import tempfile
 from functools import cache
@@ -188,6 +189,75 @@ def write_vocab_and_merges(tokenizer: Tokenizer, folder: Path) -> None:
     (folder / "merges.txt").write_text("#version: 0.2\n" + "".join(lines), encoding="utf-8")
 
 
+def hugging_face_regex(pattern: str) -> str:
+    r"""pattern as Hugging Face's regex engine (Oniguruma) reads it the same: a possessive interval
+    X{n,m}+ becomes the atomic group (?>X{n,m}), since Oniguruma reads {n,m}+ as "{n,m}, one or
+    more times". Its ++, *+ and ?+ are possessive already.
+
+    Example: r"\p{N}{1,3}+| ?\p{L}++" -> r"(?>\p{N}{1,3})| ?\p{L}++"
+    """
+    out: list[str] = []
+    atom = 0  # where in out the last atom starts
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            end = i + 2
+            if pattern[i + 1 : i + 2] in ("p", "P", "x") and pattern[end : end + 1] == "{":
+                end = pattern.index("}", end) + 1
+            atom = len(out)
+            out.append(pattern[i:end])
+            i = end
+            continue
+        if char == "[":
+            end = i + 1
+            if pattern[end : end + 1] == "^":
+                end += 1
+            if pattern[end : end + 1] == "]":
+                end += 1
+            while pattern[end] != "]":
+                end += 2 if pattern[end] == "\\" else 1
+            atom = len(out)
+            out.append(pattern[i : end + 1])
+            i = end + 1
+            continue
+        if char == "(":
+            atom = len(out)
+            out.append(char)
+            i += 1
+            continue
+        if char == ")":
+            depth, at = 0, len(out)
+            while at > 0:  # back to the group's opening parenthesis
+                at -= 1
+                depth += out[at] == ")"
+                if out[at] == "(":
+                    if depth == 0:
+                        break
+                    depth -= 1
+            atom = at
+            out.append(char)
+            i += 1
+            continue
+        interval = _INTERVAL.match(pattern, i)
+        if interval and interval.group(0).endswith("+"):
+            out[atom:] = ["(?>" + "".join(out[atom:]) + interval.group(0)[:-1] + ")"]
+            i = interval.end()
+            continue
+        if interval:
+            out.append(interval.group(0))
+            i = interval.end()
+            continue
+        if char not in "|*+?":
+            atom = len(out)
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+_INTERVAL = re.compile(r"\{\d+(?:,\d*)?\}\+?")
+
+
 def write_tokenizer_json(tokenizer: Tokenizer, path: Path) -> None:
     """A Hugging Face tokenizer.json: Split on the pattern, ByteLevel bytes, BPE, ByteLevel decoder.
 
@@ -206,7 +276,7 @@ def write_tokenizer_json(tokenizer: Tokenizer, path: Path) -> None:
         "pre_tokenizer": {
             "type": "Sequence",
             "pretokenizers": [
-                {"type": "Split", "pattern": {"Regex": tokenizer.pattern}, "behavior": "Isolated", "invert": False},
+                {"type": "Split", "pattern": {"Regex": hugging_face_regex(tokenizer.pattern)}, "behavior": "Isolated", "invert": False},
                 {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
             ],
         },
@@ -427,7 +497,9 @@ def _hugging_face_pattern(path: Path, pre_tokenizer: dict | None) -> str:
         if "Regex" not in (split.get("pattern") or {}) or split.get("behavior") != "Isolated" or split.get("invert"):
             raise TokenizerFileError(f"{path}: its Split pre-tokenizer is not a regex whose matches are the pieces "
                                      "(behavior Isolated, invert false), the one bpecli reproduces")
-        return split["pattern"]["Regex"]
+        found = split["pattern"]["Regex"]
+        # a preset as written for Oniguruma is the preset (and keeps its vectorised splitter)
+        return next((preset for preset in PATTERNS.values() if hugging_face_regex(preset) == found), found)
     raise TokenizerFileError(f"{path}: its pre-tokenizer ({' + '.join(map(str, kinds)) or 'none'}) is not a byte-level "
                              "one bpecli reproduces (ByteLevel, or Split on a regex then ByteLevel); name one with --pattern")
 

@@ -179,3 +179,39 @@ def test_a_pattern_stored_in_a_file_is_named_as_from_that_file(trained, tmp_path
     (tmp_path / "bpecli.json").write_text(json.dumps(meta))
     with pytest.raises(BpecliError, match=r"invalid regex '\(unclosed' \(from .*bpecli.json\)"):
         Tokenizer.load(tmp_path)
+
+
+# Characters whose classes are the same in every Unicode version the engines know (U+0558, new
+# in Unicode 16, is a letter to the regex module and not to Oniguruma or tiktoken: issue #13).
+_OLD_CHARACTERS = ["a", "B", "1", "23", "4567", " ", "  ", "\n", "\r\n", "\t", ".", "/", "'s", "'LL", "é", "中文",
+                   "Ǆ", "ǅ", "ʰ", "\u0301", "\u00a0", "\u2003", "\u3000", "😀", "!", "_", "x\n", "٣", "Ⅻ", "²", "ß"]
+
+
+@pytest.mark.parametrize("preset", ["gpt2", "cl100k", "o200k"])
+def test_hugging_face_gives_our_ids_for_every_preset(gpt2, preset, tmp_path, kernel_docs_sample):
+    """Oniguruma reads cl100k's possessive \\p{N}{1,3}+ as "one or more of {1,3}" ("2010" was
+    "20" + "10" there): the tokenizer.json we write says it with an atomic group."""
+    import random
+
+    from bpecli import PATTERNS
+
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=PATTERNS[preset])
+    tok.save(tmp_path / "tok")
+    theirs = tokenizers.Tokenizer.from_file(str(tmp_path / "tok" / "tokenizer.json"))
+    rng = random.Random(0)
+    texts = ["2010", "In 2010, 12345678 people"] + [d for d in kernel_docs_sample.split("<|endoftext|>") if d][:200]
+    texts += ["".join(rng.choice(_OLD_CHARACTERS) for _ in range(rng.randint(1, 40))) for _ in range(1000)]
+    for text in texts:
+        assert theirs.encode(text, add_special_tokens=False).ids == tok.encode_ordinary(text), text[:80]
+    assert Tokenizer.load(tmp_path / "tok" / "tokenizer.json").pattern == PATTERNS[preset]  # read back as the preset
+
+
+@pytest.mark.parametrize("pattern, written", [
+    (r"\p{N}{1,3}+| ?\p{L}++|\s+", r"(?>\p{N}{1,3})| ?\p{L}++|\s+"),
+    (r"(ab){1,2}+|[a-z]{3,}+|x{2}|[]a]{1}+|\x{41}{2}+|\S|\s", r"(?>(ab){1,2})|(?>[a-z]{3,})|x{2}|(?>[]a]{1})|(?>\x{41}{2})|\S|\s"),
+])
+def test_possessive_intervals_become_atomic_groups_for_oniguruma(pattern, written):
+    from bpecli.files import hugging_face_regex
+
+    assert hugging_face_regex(pattern) == written
