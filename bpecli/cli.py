@@ -82,6 +82,21 @@ app = typer.Typer(
 command = app.command(cls=_Command)
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from . import __version__
+
+        typer.echo(f"bpecli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """Train byte-level BPE tokenizers and turn corpora into token ids and shards."""
+
+
 class Errors(str, Enum):
     strict = "strict"
     replace = "replace"

@@ -85,7 +85,8 @@ def _to_latin1() -> dict[int, str]:
 
 
 # The files `save` writes: the only ones it ever replaces or removes in a folder.
-TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer.tiktoken", "bpecli.json")
+TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                   "tokenizer.tiktoken", "bpecli.json")
 
 
 def save(tokenizer: Tokenizer, out_dir: str | Path, *, force: bool = False) -> Path:
@@ -123,6 +124,7 @@ def _private_folder(parent: Path, prefix: str) -> Path:
 def _write_all(tokenizer: Tokenizer, folder: Path) -> None:
     write_vocab_and_merges(tokenizer, folder)
     write_tokenizer_json(tokenizer, folder / "tokenizer.json")
+    write_transformers_config(tokenizer, folder)
     write_tiktoken(tokenizer, folder / "tokenizer.tiktoken")
     write_bpecli_json(tokenizer, folder / "bpecli.json")
 
@@ -296,6 +298,35 @@ def write_tokenizer_json(tokenizer: Tokenizer, path: Path) -> None:
         },
     }
     path.write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+
+def document_separator(tokenizer: Tokenizer) -> str | None:
+    """The special token that ends documents: <|endoftext|> if the tokenizer has it, else its
+    first special token."""
+    if "<|endoftext|>" in tokenizer.special_tokens:
+        return "<|endoftext|>"
+    return min(tokenizer.special_tokens, key=tokenizer.special_tokens.get, default=None)
+
+
+def write_transformers_config(tokenizer: Tokenizer, folder: Path) -> None:
+    """tokenizer_config.json and special_tokens_map.json, so that transformers'
+    AutoTokenizer.from_pretrained(folder) loads tokenizer.json as it is (nothing added to the ids,
+    nothing "cleaned up" when decoding) and knows the document separator as its eos token."""
+    eos = document_separator(tokenizer)
+    specials = {"eos_token": eos} if eos else {}
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": 1 << 30,
+        "added_tokens_decoder": {
+            str(rank): {"content": token, "lstrip": False, "normalized": False, "rstrip": False,
+                        "single_word": False, "special": True}
+            for token, rank in sorted(tokenizer.special_tokens.items(), key=lambda item: item[1])
+        },
+        **specials,
+    }
+    (folder / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    (folder / "special_tokens_map.json").write_text(json.dumps(specials, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
 
 def write_tiktoken(tokenizer: Tokenizer, path: Path) -> None:

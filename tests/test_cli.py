@@ -29,7 +29,8 @@ def test_train_writes_every_file(fixtures, tmp_path):
                  "--out", out, "--workers", 2, "--quiet")
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == [
-        "bpecli.json", "merges.txt", "tokenizer.json", "tokenizer.tiktoken", "vocab.json"]
+        "bpecli.json", "merges.txt", "special_tokens_map.json", "tokenizer.json", "tokenizer.tiktoken",
+        "tokenizer_config.json", "vocab.json"]
     meta = json.loads((out / "bpecli.json").read_text())
     assert meta["special_tokens"] == {"<|endoftext|>": 299} and meta["vocab_size"] == 300
 
@@ -508,3 +509,10 @@ def test_a_damaged_manifest_is_one_line_everywhere(gpt2_vocab, tmp_path):
             assert "damaged" in one_line_error(run(*command)), (damage, command)
     (out / "manifest.json").write_text("null")
     assert "not a bpecli file" in one_line_error(run("inspect", out))
+
+
+def test_version():
+    import bpecli
+
+    done = shell("bpecli --version")
+    assert (done.returncode, done.stdout) == (0, f"bpecli {bpecli.__version__}\n")

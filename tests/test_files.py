@@ -215,3 +215,28 @@ def test_possessive_intervals_become_atomic_groups_for_oniguruma(pattern, writte
     from bpecli.files import hugging_face_regex
 
     assert hugging_face_regex(pattern) == written
+
+
+@pytest.mark.parametrize("preset", ["gpt2", "cl100k", "o200k"])
+def test_transformers_loads_a_saved_folder_with_our_ids_and_its_eos_token(gpt2, preset, tmp_path, kernel_docs_sample):
+    transformers = pytest.importorskip("transformers")
+    from bpecli import PATTERNS
+
+    tok = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=PATTERNS[preset])
+    tok.save(tmp_path / "tok")
+    theirs = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "tok"))
+    assert (theirs.eos_token, theirs.eos_token_id) == ("<|endoftext|>", 50256)
+    for text in [SAMPLE, "In 2010, 12345678 people"] + kernel_docs_sample.split("<|endoftext|>")[:30]:
+        ids = theirs.encode(text)
+        assert ids == tok.encode(text)
+        assert theirs.decode(ids) == text
+
+
+def test_transformers_loads_a_trained_folder_and_knows_its_separator(tmp_path, fixtures):
+    transformers = pytest.importorskip("transformers")
+    tok = train([fixtures / "tinystories_sample.txt"], vocab_size=400, special_tokens=["<|doc|>", "<|pad|>"])
+    tok.save(tmp_path / "tok")
+    theirs = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "tok"))
+    assert (theirs.eos_token, theirs.eos_token_id) == ("<|doc|>", 398)
+    text = "Once upon a time<|doc|>there was a cat"
+    assert theirs.encode(text) == tok.encode(text) and theirs.decode(tok.encode(text)) == text
