@@ -235,7 +235,7 @@ def encode(
         if lines and text.endswith("\n"):
             units.pop()
         for number, unit in enumerate(units, 1):
-            ids = tok.encode(unit, special=allow_special)
+            ids = tok.encode(unit, allowed_special="all") if allow_special else tok.encode_ordinary(unit)
             stdout.write((_render_ids(tok, ids, format, name, number if lines else None) + "\n").encode())
     stdout.flush()
 
@@ -339,7 +339,7 @@ def inspect(
         if compare:
             sides[str(compare)] = _load_tokenizer(compare, None, None)
         n_bytes = len(sample.encode("utf-8"))
-        info["bytes_per_token"] = {name: n_bytes / max(1, len(t.encode(sample))) for name, t in sides.items()}
+        info["bytes_per_token"] = {name: n_bytes / max(1, len(t.encode(sample, allowed_special="all"))) for name, t in sides.items()}
     if as_json:
         return _print_json(info)
     _render_tokenizer(info)
@@ -395,7 +395,7 @@ def _render_tokenizer(info: dict) -> None:
 def _inspect_text(tok, text: str, as_json: bool) -> None:
     from .tokenizer import render_token
 
-    ids = tok.encode(text)
+    ids = tok.encode(text, allowed_special="all")
     tokens = [render_token(tok.decoder[i]) for i in ids]
     if as_json:
         return _print_json({"count": len(ids), "ids": ids, "tokens": tokens})

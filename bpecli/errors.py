@@ -15,3 +15,14 @@ class TokenizerFileError(BpecliError):
 
 class OutputError(BpecliError):
     """The output location exists already, or cannot be written."""
+
+
+class DisallowedSpecialError(BpecliError, ValueError):
+    """Text holds a special token that encode was told not to accept (tiktoken raises ValueError)."""
+
+
+class UnknownIdError(BpecliError, KeyError):
+    """An id outside the vocabulary (tiktoken raises KeyError)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])

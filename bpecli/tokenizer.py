@@ -5,16 +5,17 @@ from __future__ import annotations
 import heapq
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Set as AbstractSet
 from dataclasses import dataclass, field, fields
-from functools import cached_property
+from functools import cached_property, partial
 from itertools import chain, islice, repeat
 from operator import add
 from pathlib import Path
+from typing import Literal
 
 import regex
 
-from .errors import BpecliError
+from .errors import BpecliError, DisallowedSpecialError, UnknownIdError
 from .pretokenize import SAFE_CUT, spans, special_splitter, uncovered_error
 
 # Pieces longer than this are merged with a heap over a linked list instead of rescans...
@@ -131,11 +132,6 @@ class Tokenizer:
     def _findall(self):
         return regex.compile(self.pattern).findall
 
-    @cached_property
-    def _special_split(self):
-        splitter = special_splitter(self.special_tokens)
-        return splitter.split if splitter else None
-
     @property
     def _cache(self) -> dict[str, tuple[int, ...]]:
         """This thread's piece -> ids dict (pieces of every length on the regex path, long ones in bulk)."""
@@ -169,14 +165,27 @@ class Tokenizer:
                 return self.encode_ordinary(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
             return list(chain.from_iterable(map(cache.__getitem__, pieces)))
 
-    def encode(self, text: str, *, special: bool = True) -> list[int]:
-        """Ids of text; registered special tokens in it become their ids unless special=False.
+    # ---- tiktoken.Encoding's API, with its semantics ------------------------------------------
 
-        Example (GPT-2): "hi<|endoftext|>" -> [5303, 50256]
+    def encode(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
+               disallowed_special: Literal["all"] | Collection[str] = "all") -> list[int]:
+        """Ids of text, as tiktoken's Encoding.encode: special tokens in allowed_special become their
+        ids, those in disallowed_special (by default every one not allowed) raise
+        DisallowedSpecialError, any other is encoded as text.
+
+        Example (GPT-2): encode("hi<|endoftext|>", allowed_special="all") -> [5303, 50256]
         """
-        if not special or self._special_split is None:
+        allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
+        disallowed = self.special_tokens_set - allowed if disallowed_special == "all" else set(disallowed_special)
+        if disallowed and (found := self._special_finder(frozenset(disallowed)).search(text)):
+            raise DisallowedSpecialError(
+                f"the text holds the special token {found.group()!r}: pass allowed_special to encode it as "
+                "its id, or disallowed_special=() to encode it as text"
+            )
+        allowed &= self.special_tokens_set
+        if not allowed:
             return self.encode_ordinary(text)
-        parts = self._special_split(text)
+        parts = self._special_finder(frozenset(allowed)).split(text)
         if len(text) >= _BULK_TEXT and self._bulk_split is not None:
             ids = self._encode_long_text(parts[::2], [self.special_tokens[p] for p in parts[1::2]])
             if ids is not None:
@@ -189,8 +198,119 @@ class Tokenizer:
                 ids.extend(self.encode_ordinary(part))
         return ids
 
-    def encode_batch(self, texts: Iterable[str], *, special: bool = True) -> list[list[int]]:
-        return [self.encode(text, special=special) for text in texts]
+    def encode_batch(self, text: list[str], *, num_threads: int = 8,
+                     allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
+                     disallowed_special: Literal["all"] | Collection[str] = "all") -> list[list[int]]:
+        """encode of each text, on num_threads threads (each thread keeps its own caches)."""
+        encode = partial(self.encode, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        return self._on_threads(encode, text, num_threads)
+
+    def encode_ordinary_batch(self, text: list[str], *, num_threads: int = 8) -> list[list[int]]:
+        return self._on_threads(self.encode_ordinary, text, num_threads)
+
+    def encode_to_numpy(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
+                        disallowed_special: Literal["all"] | Collection[str] = "all"):
+        """encode's ids as a numpy uint32 array."""
+        import numpy as np
+
+        return np.array(self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special), dtype=np.uint32)
+
+    def _encode_bytes(self, text: bytes) -> list[int]:
+        """Ids of raw bytes, as tiktoken's Encoding._encode_bytes: valid UTF-8 is encoded as text;
+        otherwise the valid part is, and its last piece (with the whitespace tokens before it) is
+        encoded again together with the bytes that follow, as one piece.
+
+        Example (GPT-2): b"hello \\xff" -> [31373, 220, 187]
+        """
+        try:
+            return self.encode_ordinary(text.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            valid_up_to = e.start
+        valid = text[:valid_up_to].decode("utf-8")
+        pieces = self._findall(valid)
+        ids = self.encode_ordinary(valid)
+        last = len(self._encode_piece(pieces[-1].encode("utf-8"))) if pieces else 0
+        while 0 < last < len(ids) and _all_space(self.decoder[ids[-1]]) and _all_space(self.decoder[ids[-last - 1]]):
+            last += 1
+        unstable = self.decode_bytes(ids[len(ids) - last :]) + text[valid_up_to:]
+        return ids[: len(ids) - last] + list(self._encode_piece(unstable))
+
+    def encode_single_token(self, text_or_bytes: str | bytes) -> int:
+        """The id of a text or bytes that is one token; KeyError otherwise."""
+        if isinstance(text_or_bytes, str):
+            if text_or_bytes in self.special_tokens:
+                return self.special_tokens[text_or_bytes]
+            text_or_bytes = text_or_bytes.encode("utf-8")
+        return self.ranks[text_or_bytes]
+
+    def decode_batch(self, batch, *, errors: str = "replace", num_threads: int = 8) -> list[str]:
+        return self._on_threads(partial(self.decode, errors=errors), batch, num_threads)
+
+    def decode_bytes_batch(self, batch, *, num_threads: int = 8) -> list[bytes]:
+        return self._on_threads(self.decode_bytes, batch, num_threads)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        """The bytes of one id; KeyError for an id outside the vocabulary."""
+        return self.decoder[token]
+
+    def decode_tokens_bytes(self, tokens) -> list[bytes]:
+        return [self.decoder[token] for token in tokens]
+
+    def decode_with_offsets(self, tokens) -> tuple[str, list[int]]:
+        """(text, where each token starts in it, in characters), as tiktoken gives them: a token
+        that starts inside a character counts from that character.
+
+        Example (GPT-2): [31373, 995] -> ("hello world", [0, 5])
+        """
+        pieces = self.decode_tokens_bytes(tokens)
+        offsets, characters = [], 0
+        for piece in pieces:
+            starts_inside = bool(piece) and 0x80 <= piece[0] < 0xC0  # a continuation byte
+            offsets.append(max(0, characters - starts_inside))
+            characters += sum(not 0x80 <= byte < 0xC0 for byte in piece)
+        return b"".join(pieces).decode("utf-8", errors="strict"), offsets
+
+    def token_byte_values(self) -> list[bytes]:
+        """The bytes of every ordinary token."""
+        return list(self.ranks)
+
+    def is_special_token(self, token: int) -> bool:
+        return token in self.special_ids
+
+    @property
+    def special_tokens_set(self) -> set[str]:
+        return set(self.special_tokens)
+
+    @property
+    def eot_token(self) -> int:
+        """The id of <|endoftext|>; KeyError if the tokenizer has none."""
+        return self.special_tokens["<|endoftext|>"]
+
+    @property
+    def max_token_value(self) -> int:
+        return max(self.decoder)
+
+    @property
+    def n_vocab(self) -> int:
+        return self.max_token_value + 1
+
+    @staticmethod
+    def _on_threads(function, items, num_threads: int) -> list:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max(1, num_threads)) as pool:
+            return list(pool.map(function, items))
+
+    @cached_property
+    def _special_finders(self) -> dict:
+        return {}
+
+    def _special_finder(self, tokens: frozenset[str]):
+        """A regex that captures any of tokens (longest first), made once per set."""
+        finder = self._special_finders.get(tokens)
+        if finder is None:
+            finder = self._special_finders.setdefault(tokens, special_splitter(tokens))
+        return finder
 
     def encode_documents(self, documents: list[str], *, eot: int | None = None, dtype="uint32"):
         """Ids of many documents as one numpy array, each followed by eot (if given), and the
@@ -661,9 +781,9 @@ class Tokenizer:
             return b"".join(map(decoder.__getitem__, ids))
         except (KeyError, TypeError):
             bad = next(i for i in ids if i not in decoder)
-            raise BpecliError(f"id {bad} is not in the vocabulary (0..{max(decoder)})") from None
+            raise UnknownIdError(f"id {bad} is not in the vocabulary (0..{max(decoder)})") from None
 
-    def decode(self, ids: Iterable[int], *, errors: str = "replace") -> str:
+    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """The text of ids; bytes that are not valid UTF-8 become U+FFFD, or an error if strict."""
         if not hasattr(ids, "dtype"):
             ids = list(ids)  # an iterator would be used up by the error path
@@ -711,7 +831,7 @@ class Tokenizer:
                 where = np.clip(block, 0, len(lengths) - 1)
                 bad = (block < 0) | (block >= len(lengths)) | (lengths[where] == 0)
             if bad.any():
-                raise BpecliError(f"id {block[bad][0]} is not in the vocabulary")
+                raise UnknownIdError(f"id {block[bad][0]} is not in the vocabulary")
             blocks.append(data[spans(starts[where], lengths[where])].tobytes())
         return b"".join(blocks)
 
@@ -982,6 +1102,10 @@ def _merge_parts_heap(piece: bytes, ranks: dict[bytes, int], max_rank: int | Non
         parts.append(piece[i : end[i]])
         i = end[i]
     return parts
+
+
+def _all_space(token: bytes) -> bool:
+    return all(byte in b" \n\t" for byte in token)
 
 
 def render_token(token: bytes) -> str:

@@ -29,7 +29,7 @@ def test_hugging_face_tokenizer_json_gives_the_same_ids(trained, fixtures):
     theirs = tokenizers.Tokenizer.from_file(str(out / "tokenizer.json"))
     for text in texts(fixtures):
         ids = theirs.encode(text).ids
-        assert ids == tok.encode(text)
+        assert ids == tok.encode(text, allowed_special="all")
         assert theirs.decode(ids, skip_special_tokens=False) == text
 
 
@@ -38,7 +38,7 @@ def test_hugging_face_reads_vocab_and_merges(trained, fixtures):
     tok, out = trained
     theirs = tokenizers.ByteLevelBPETokenizer(str(out / "vocab.json"), str(out / "merges.txt"))
     text = (fixtures / "corpus.en").read_text(encoding="utf-8")[:20_000]
-    assert theirs.encode(text).ids == tok.encode(text, special=False)
+    assert theirs.encode(text).ids == tok.encode_ordinary(text)
 
 
 def test_tiktoken_reads_the_ranks_file(trained, fixtures):
@@ -50,7 +50,7 @@ def test_tiktoken_reads_the_ranks_file(trained, fixtures):
     theirs = tiktoken.Encoding("trained", pat_str=meta["pattern"], special_tokens=meta["special_tokens"],
                                mergeable_ranks=load_tiktoken_bpe(str(out / "tokenizer.tiktoken")))
     for text in texts(fixtures):
-        assert theirs.encode(text, allowed_special="all") == tok.encode(text)
+        assert theirs.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all")
 
 
 @pytest.mark.parametrize("name", [".", "bpecli.json", "vocab.json", "tokenizer.json", "tokenizer.tiktoken"])
@@ -112,7 +112,7 @@ def test_a_file_inside_a_trained_folder_loads_with_the_folder_settings(tmp_path,
     for name in TOKENIZER_FILES:
         loaded = Tokenizer.load(out / name)
         assert loaded.pattern == tok.pattern and loaded.special_tokens == {"<|doc|>": 399}, name
-        assert loaded.encode(text) == tok.encode(text), name
+        assert loaded.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all"), name
 
 
 def test_hugging_face_own_byte_level_save_loads_with_its_ids(gpt2_vocab, fixtures, tmp_path):
@@ -122,7 +122,7 @@ def test_hugging_face_own_byte_level_save_loads_with_its_ids(gpt2_vocab, fixture
     ours = Tokenizer.load(tmp_path / "tokenizer.json")
     for text in texts(fixtures):
         text = text.replace("<|endoftext|>", "\n")  # plain text there; a special token here, as from vocab.json
-        assert ours.encode(text) == theirs.encode(text).ids
+        assert ours.encode(text, allowed_special="all") == theirs.encode(text).ids
 
 
 def _hugging_face_file(trained, tmp_path, **changes):
@@ -161,7 +161,7 @@ def test_hugging_face_parts_bpecli_does_not_apply_are_refused_by_name(trained, t
 def test_hugging_face_byte_level_post_processor_changes_no_id_and_loads(trained, tmp_path):
     path = _hugging_face_file(trained, tmp_path, post_processor={"type": "ByteLevel", "add_prefix_space": True,
                                                                 "trim_offsets": False, "use_regex": True})
-    assert Tokenizer.load(path).encode(SAMPLE) == trained[0].encode(SAMPLE)
+    assert Tokenizer.load(path).encode(SAMPLE, allowed_special="all") == trained[0].encode(SAMPLE, allowed_special="all")
 
 
 def test_an_unreadable_merges_file_is_a_clear_error(tmp_path, gpt2_vocab):
@@ -228,7 +228,7 @@ def test_transformers_loads_a_saved_folder_with_our_ids_and_its_eos_token(gpt2, 
     assert (theirs.eos_token, theirs.eos_token_id) == ("<|endoftext|>", 50256)
     for text in [SAMPLE, "In 2010, 12345678 people"] + kernel_docs_sample.split("<|endoftext|>")[:30]:
         ids = theirs.encode(text)
-        assert ids == tok.encode(text)
+        assert ids == tok.encode(text, allowed_special="all")
         assert theirs.decode(ids) == text
 
 
@@ -239,4 +239,4 @@ def test_transformers_loads_a_trained_folder_and_knows_its_separator(tmp_path, f
     theirs = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "tok"))
     assert (theirs.eos_token, theirs.eos_token_id) == ("<|doc|>", 398)
     text = "Once upon a time<|doc|>there was a cat"
-    assert theirs.encode(text) == tok.encode(text) and theirs.decode(tok.encode(text)) == text
+    assert theirs.encode(text) == tok.encode(text, allowed_special="all") and theirs.decode(tok.encode(text, allowed_special="all")) == text
