@@ -8,6 +8,7 @@ from functools import cache
 
 import regex
 
+from . import unicode_classes
 from .corpus import Part, read_documents
 from .errors import BpecliError
 from .executor import map_in_order
@@ -74,6 +75,30 @@ def uncovered_error(pattern: str, text: str, source: str = "--pattern") -> Bpecl
     )
 
 
+@cache
+def compiled(pattern: str) -> regex.Pattern:
+    r"""The compiled pattern: a preset with tiktoken's Unicode classes (see unicode_classes: each
+    \p{..} spelled out as its ranges), any other pattern as the regex module reads it."""
+    if pattern not in PATTERNS.values():
+        return regex.compile(pattern)
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        if pattern.startswith("\\p{", i):
+            end = pattern.index("}", i)
+            ranges = unicode_classes.regex_class(pattern[i + 3 : end])
+            out.append(ranges if in_class else f"[{ranges}]")
+            i = end + 1
+            continue
+        if pattern[i] == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        in_class = {"[": True, "]": False}.get(pattern[i], in_class)
+        out.append(pattern[i])
+        i += 1
+    return regex.compile("".join(out))
+
+
 def special_splitter(special_tokens: Iterable[str]) -> regex.Pattern | None:
     """A regex that captures any special token, longest first so that overlapping ones split right."""
     ordered = sorted(set(special_tokens), key=len, reverse=True)
@@ -98,7 +123,7 @@ _worker: dict = {}
 
 def _init_worker(pattern: str, special_tokens: list[str], text_column: str, errors: str) -> None:
     _worker["split"] = vectorised_splitter(pattern)
-    _worker["findall"] = regex.compile(pattern).findall
+    _worker["findall"] = compiled(pattern).findall
     _worker["pattern"] = pattern
     _worker["splitter"] = special_splitter(special_tokens)
     _worker["text_column"] = text_column
@@ -158,11 +183,11 @@ def _class_of(code_point: int) -> int:
         return _SPACE
     if char in "\r\n":
         return _CRLF
-    if regex.match(r"\s", char):
+    if regex.match(r"\s", char):  # the regex module's \s agrees with tiktoken's on every code point
         return _W
-    if regex.match(r"\p{L}", char):
+    if unicode_classes.has("L", code_point):
         return _L
-    if regex.match(r"\p{N}", char):
+    if unicode_classes.has("N", code_point):
         return _N
     return _O
 
@@ -174,14 +199,14 @@ _case_cache: dict[int, int] = {}
 def _case_of(code_point: int) -> int:
     """Lu or Lt (upper); Ll (lower); Lm or Lo (in both of o200k's classes: CJK, for one); a
     combining mark; else 0."""
-    char = chr(code_point)
-    if regex.match(r"[\p{Lu}\p{Lt}]", char):
+    has = unicode_classes.has
+    if has("Lu", code_point) or has("Lt", code_point):
         return _UPPER
-    if regex.match(r"\p{Ll}", char):
+    if has("Ll", code_point):
         return _LOWER
-    if regex.match(r"[\p{Lm}\p{Lo}]", char):
+    if has("Lm", code_point) or has("Lo", code_point):
         return _BOTH
-    if regex.match(r"\p{M}", char):
+    if has("M", code_point):
         return _MARK
     return 0
 
@@ -507,7 +532,7 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
         fresh[1:] |= (cls[:-1] == _CRLF) & (kind[1:] != _W) & (chars[1:] != 0x2F)
         line_firsts = np.flatnonzero(fresh)
         line_ends = np.append(line_firsts[1:], m)
-        findall = regex.compile(PATTERNS["o200k"]).findall
+        findall = compiled(PATTERNS["o200k"]).findall
         for d in np.unique(np.searchsorted(line_firsts, hard, "right") - 1).tolist():
             c0, c1 = int(line_firsts[d]), int(line_ends[d])
             b0 = c0 if where is None else int(where[c0])
