@@ -256,6 +256,7 @@ class Part:
     end: int = 0
     data: bytes | None = None
     first_line: int = 1
+    weight: int = 0  # the bytes of the input file it accounts for, for progress (compressed ones, for a stream)
 
 
 def input_kind(name: str) -> tuple[str, str | None]:
@@ -296,7 +297,7 @@ def document_parts(
                 bounds = _regex_boundaries(data, n_parts, text_cut)
             else:
                 bounds = chunk_boundaries(data, n_parts, cuts if kind == "text" else [b"\n"])
-            yield from (Part(path, label, kind, a, b) for a, b in zip(bounds, bounds[1:]) if b > a)
+            yield from (Part(path, label, kind, a, b, weight=b - a) for a, b in zip(bounds, bounds[1:]) if b > a)
 
 
 def _regex_boundaries(data, n_parts: int, cut: re.Pattern) -> list[int]:
@@ -318,9 +319,10 @@ def _parquet_parts(path: str, label: str, column: str) -> Iterator[Part]:
     except (OSError, ArrowException) as e:
         raise InputError(f"{label}: not a readable Parquet file ({e})") from None
     parquet_text_column(metadata.schema.to_arrow_schema(), column, label)
-    row = 0
-    for group in range(metadata.num_row_groups):
-        yield Part(path, label, "parquet", start=group, first_line=row + 1)
+    row, groups, size = 0, metadata.num_row_groups, os.path.getsize(path)
+    for group in range(groups):  # progress: the file's bytes shared out among its row groups
+        weight = size * (group + 1) // groups - size * group // groups
+        yield Part(path, label, "parquet", start=group, first_line=row + 1, weight=weight)
         row += metadata.row_group(group).num_rows
 
 
@@ -330,14 +332,22 @@ def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: list
     import pyarrow as pa
 
     try:
-        stream = pa.input_stream(path, compression=compression)
+        raw = pa.OSFile(path, "rb")  # its position: the compressed bytes read so far, for progress
+        stream = pa.CompressedInputStream(raw, compression)
     except FileNotFoundError:
         raise InputError(f"{label}: no such file") from None
     except (OSError, pa.ArrowException) as e:
         raise InputError(f"{label}: cannot read ({e})") from None
     carry = b""
     line = 1
-    with stream:
+    counted = 0
+
+    def advance() -> int:  # the compressed bytes read since the last part
+        nonlocal counted
+        step, counted = max(0, raw.tell() - counted), max(counted, raw.tell())
+        return step
+
+    with stream, raw:
         while True:
             try:
                 block = stream.read(PART_BYTES)
@@ -346,7 +356,7 @@ def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: list
             buffer = carry + block
             if not block:
                 if buffer:
-                    yield Part(path, label, kind, data=buffer, first_line=line)
+                    yield Part(path, label, kind, data=buffer, first_line=line, weight=advance())
                 return
             # text: cut where the last special token starts; JSONL: after the last newline
             cut = max((buffer.rfind(c) for c in cuts), default=-1)
@@ -359,7 +369,7 @@ def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: list
                 carry = buffer
                 continue
             part, carry = buffer[:cut], buffer[cut:]
-            yield Part(path, label, kind, data=part, first_line=line)
+            yield Part(path, label, kind, data=part, first_line=line, weight=advance())
             line += part.count(b"\n")
 
 

@@ -131,10 +131,11 @@ def _init_worker(pattern: str, special_tokens: list[str], text_column: str, erro
 
 
 def _count_part(part: Part) -> tuple[Counter, int]:
-    documents, n_bytes, _ = read_documents(part, splitter=_worker["splitter"], text_column=_worker["text_column"],
+    """(the pre-token counts of a part, its weight for progress)."""
+    documents, _, _ = read_documents(part, splitter=_worker["splitter"], text_column=_worker["text_column"],
                                            errors=_worker["errors"])
     if _worker["split"] is not None:
-        return count_pieces([d.encode("utf-8") for d in documents], _worker["split"]), n_bytes
+        return count_pieces([d.encode("utf-8") for d in documents], _worker["split"]), part.weight
     findall = _worker["findall"]
     counts: Counter = Counter()
     for document in documents:
@@ -142,7 +143,7 @@ def _count_part(part: Part) -> tuple[Counter, int]:
         if sum(map(len, pieces)) != len(document):
             raise uncovered_error(_worker["pattern"], document)
         counts.update(pieces)
-    return counts, n_bytes
+    return counts, part.weight
 
 
 def count_pretokens(
@@ -161,10 +162,10 @@ def count_pretokens(
     """
     total: Counter = Counter()
     init_args = (pattern, special_tokens, text_column, errors)
-    for counts, n_bytes in map_in_order(_count_part, parts, workers=workers, initializer=_init_worker, initargs=init_args):
+    for counts, weight in map_in_order(_count_part, parts, workers=workers, initializer=_init_worker, initargs=init_args):
         total.update(counts)
         if progress is not None:
-            progress.update(n_bytes)
+            progress.update(weight)
     return total
 
 

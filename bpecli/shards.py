@@ -24,7 +24,7 @@ import numpy as np
 
 from .corpus import Part, check_apart, document_parts, read_documents
 from .errors import BpecliError, InputError, OutputError
-from .executor import map_in_order
+from .executor import map_in_order, progress_bar
 from .pretokenize import special_splitter
 from .tokenizer import Tokenizer
 
@@ -107,6 +107,7 @@ def write_shards(
 
     Every document is encoded on its own (special tokens in it count as text) and followed by
     eot. The result depends only on the inputs, the tokenizer and these options, never on workers.
+    progress, if given, makes the bar: progress("encoding", total bytes, "B") (see executor.progress_bar).
     """
     if shard_tokens < 1:
         raise BpecliError("--shard-tokens must be at least 1")
@@ -128,19 +129,21 @@ def write_shards(
         writer = _ShardWriter(out, settings, kept)
         resume_part, skip = (kept[-1]["next_part"], kept[-1]["skip"]) if kept else (0, 0)
         n_bytes = 0
-        try:
-            todo = _parts_from(parts, resume_part, writer, separators, text_column, errors, progress)
-            for index, part, (ids, doc_ends, part_bytes, digest) in _encode_in_order(todo, workers, init_args):
-                writer.read(index, part.label, digest)
-                writer.write(ids, doc_ends, index, skip if index == resume_part else 0)
-                n_bytes += part_bytes
-                if progress is not None:
-                    progress.update(part_bytes)
-                    progress.set_postfix_str(f"{writer.total_tokens / (time.perf_counter() - started):,.0f} tokens/s", refresh=False)
-            _check_unchanged(pairs, settings)
-            manifest = writer.finish(pairs)
-        finally:
-            writer.discard()
+        total = sum(os.path.getsize(path) for path, _ in pairs if os.path.isfile(path))
+        with progress_bar(progress, "encoding", total, "B") as bar:
+            try:
+                todo = _parts_from(parts, resume_part, writer, separators, text_column, errors, bar)
+                for index, part, (ids, doc_ends, part_bytes, digest) in _encode_in_order(todo, workers, init_args):
+                    writer.read(index, part.label, digest)
+                    writer.write(ids, doc_ends, index, skip if index == resume_part else 0)
+                    n_bytes += part_bytes
+                    if bar is not None:
+                        bar.update(part.weight)
+                        bar.set_postfix_str(f"{writer.total_tokens / (time.perf_counter() - started):,.0f} tokens/s")
+                _check_unchanged(pairs, settings)
+                manifest = writer.finish(pairs)
+            finally:
+                writer.discard()
     return ShardRun(out, manifest, "resumed" if kept else "written", len(kept), time.perf_counter() - started, n_bytes)
 
 
@@ -511,10 +514,10 @@ def _parts_from(parts: Iterator[Part], first: int, writer, separators, text_colu
         if index >= first:
             yield index, part
             continue
-        _, n_bytes, digest = read_documents(part, splitter=splitter, text_column=text_column, errors=errors)
+        _, _, digest = read_documents(part, splitter=splitter, text_column=text_column, errors=errors)
         writer.read(index, part.label, digest)
         if progress is not None:
-            progress.update(n_bytes)
+            progress.update(part.weight)
 
 
 def _encode_in_order(numbered: Iterator[tuple[int, Part]], workers: int, init_args: tuple):

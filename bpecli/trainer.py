@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from .corpus import document_parts
 from .errors import BpecliError, InputError
+from .executor import progress_bar
 from .pretokenize import PATTERNS, SAFE_CUT, count_pretokens, resolve_pattern
 from .tokenizer import Tokenizer, check_special_tokens
 
@@ -240,11 +240,12 @@ def train(
     min_frequency: int = 0,
     errors: str = "strict",
     text_column: str = "text",
-    progress: bool = False,
+    progress=None,
 ) -> Tokenizer:
     """Train a byte-level BPE on the documents of inputs (text, JSONL, Parquet, compressed: see
     corpus.document_parts; paths or (path, label) pairs): byte b has id b, merge i id 256 + i,
-    and the special tokens take the last ids in the order given.
+    and the special tokens take the last ids in the order given. progress, if given, makes a bar
+    for each stage: progress(description, total, unit) -> an object with update(n) and close().
 
     Example: train(["corpus.txt"], vocab_size=1000, special_tokens=["<|endoftext|>"]).save("tok")
     """
@@ -257,12 +258,12 @@ def train(
     safe_cut = SAFE_CUT if pattern in PATTERNS.values() else None
     parts = document_parts(pairs, separators=special_tokens, text_column=text_column, safe_cut=safe_cut)
     total_bytes = sum(os.path.getsize(path) for path, _ in pairs if os.path.isfile(path))
-    with tqdm(total=total_bytes, unit="B", unit_scale=True, desc="counting", disable=not progress) as bar:
+    with progress_bar(progress, "counting", total_bytes, "B") as bar:
         counts = count_pretokens(parts, pattern=pattern, special_tokens=special_tokens, text_column=text_column,
                                  workers=workers, errors=errors, progress=bar)
     if not counts:
         raise InputError(f"{', '.join(label for _, label in pairs)}: the corpus is empty (no text outside special tokens)")
-    with tqdm(total=n_merges, unit="merge", desc="merging", disable=not progress) as bar:
+    with progress_bar(progress, "merging", n_merges, "merge") as bar:
         merges = train_bpe(
             counts, vocab_size=vocab_size, special_tokens=special_tokens, min_frequency=min_frequency, progress=bar
         )

@@ -516,3 +516,27 @@ def test_version():
 
     done = shell("bpecli --version")
     assert (done.returncode, done.stdout) == (0, f"bpecli {bpecli.__version__}\n")
+
+
+def test_progress_in_a_log_is_plain_lines(gpt2_vocab, tmp_path, fixtures):
+    """stderr to a file, as in a CI job: lines with amounts, a percentage, time and rate; no \\r,
+    no escape codes. Compressed inputs count their compressed bytes, so they end at 100% too."""
+    import gzip
+
+    corpus = tmp_path / "docs.txt.gz"
+    corpus.write_bytes(gzip.compress((fixtures / "tinystories_sample.txt").read_bytes()))
+    log = tmp_path / "log"
+    done = shell(f"bpecli train {corpus} --vocab-size 300 --special '<|endoftext|>' --out {tmp_path / 'tok'} 2> {log}"
+                 f" && bpecli encode -t {tmp_path / 'tok'} {corpus} --out {tmp_path / 'shards'} 2>> {log}")
+    assert done.returncode == 0, done.stderr
+    text = log.read_text()
+    assert "\r" not in text and "\x1b" not in text
+    lines = text.splitlines()
+    counting = [line for line in lines if line.startswith("bpecli counting: ")]
+    assert counting and "(100%)" in counting[-1] and "B/s" in counting[-1]
+    merging = [line for line in lines if line.startswith("bpecli merging: ")]
+    assert merging and merging[-1].startswith("bpecli merging: 43 of 43 merges (100%)")
+    encoding = [line for line in lines if line.startswith("bpecli encoding: ")]
+    assert encoding and "(100%)" in encoding[-1] and "tokens/s" in encoding[-1]
+    quiet = shell(f"bpecli encode -t {tmp_path / 'tok'} {corpus} --out {tmp_path / 'again'} -q")
+    assert (quiet.returncode, quiet.stderr) == (0, "")

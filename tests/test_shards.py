@@ -102,10 +102,13 @@ def test_every_input_format_gives_identical_shards(gpt2, sample_file, tmp_path, 
 
 
 class Interrupt:
-    """A progress bar that presses Ctrl-C after `after` updates."""
+    """A progress bar that presses Ctrl-C after `after` updates (passed as its own factory)."""
 
     def __init__(self, after):
         self.left = after
+
+    def __call__(self, description, total, unit):
+        return self
 
     def update(self, n):
         self.left -= 1
@@ -113,6 +116,9 @@ class Interrupt:
             raise KeyboardInterrupt
 
     def set_postfix_str(self, *args, **kwargs):
+        pass
+
+    def close(self):
         pass
 
 
