@@ -185,6 +185,7 @@ TokenizerOption = Annotated[
 PatternOption = Annotated[
     Optional[str], typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex (for .tiktoken files).")
 ]
+JsonOption = Annotated[bool, typer.Option("--json", help="A machine-readable result on stdout.")]
 SpecialIdsOption = Annotated[
     Optional[list[str]], typer.Option("--special-ids", help="TOKEN=ID, repeatable (for .tiktoken files).")
 ]
@@ -217,6 +218,7 @@ def train(
     errors: Annotated[Errors, typer.Option(help="Invalid UTF-8: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out folder.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress (bars on a terminal, lines in a log).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="A summary on stdout as JSON.")] = False,
 ) -> None:
     """Train a byte-level BPE tokenizer and write vocab.json, merges.txt, tokenizer.json,
     tokenizer.tiktoken and bpecli.json into --out."""
@@ -243,7 +245,14 @@ def train(
         why = f"no pair occurred {min_frequency} times or more" if min_frequency > 1 else "the corpus ran out of pairs"
         typer.echo(f"bpecli: note: stopped after {len(tokenizer.merges):,} merges: {why}; "
                    f"the vocabulary has {tokenizer.vocab_size:,} tokens, not {vocab_size:,}", err=True)
-    if not quiet:
+    if as_json:
+        from .tokenizer import describe
+
+        info = describe(tokenizer)
+        _print_json({"out": str(out), "vocab_size": tokenizer.vocab_size, "vocab_size_asked": vocab_size,
+                     "merges": len(tokenizer.merges), "special_tokens": info["special_tokens"], "pattern": info["pattern"],
+                     "files": sorted(p.name for p in out.iterdir())})
+    elif not quiet:
         typer.echo(f"trained {tokenizer.vocab_size} tokens ({len(tokenizer.merges)} merges) into {out}", err=True)
 
 
@@ -268,7 +277,8 @@ def encode(
     dtype: Annotated[Dtype, typer.Option(help="Shard dtype: auto is uint16 when every id fits, else uint32.")] = Dtype.auto,
     errors: Annotated[Errors, typer.Option(help="Invalid UTF-8 input: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
     force: Annotated[bool, typer.Option("--force", help="Rebuild --out even if it holds a finished or other run.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="With --out: the summary on stdout as JSON.")] = False,
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,
 ) -> None:
@@ -279,7 +289,8 @@ def encode(
     keep_freed_memory()  # the command owns its process, as the workers own theirs
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if out is not None:
-        return _encode_to_shards(tok, inputs or ["-"], out, shard_tokens, workers, eot, text_column, dtype, errors, force, quiet)
+        return _encode_to_shards(tok, inputs or ["-"], out, shard_tokens, workers, eot, text_column, dtype, errors, force,
+                                 quiet, as_json)
     from .corpus import ERRORS_HINT, read_text
 
     allow_special = special is Special.all
@@ -295,7 +306,7 @@ def encode(
     stdout.flush()
 
 
-def _encode_to_shards(tok, inputs, out, shard_tokens, workers, eot, text_column, dtype, errors, force, quiet) -> None:
+def _encode_to_shards(tok, inputs, out, shard_tokens, workers, eot, text_column, dtype, errors, force, quiet, as_json) -> None:
     from .corpus import streams_spooled
     from .shards import resolve_eot, write_shards
 
@@ -306,6 +317,12 @@ def _encode_to_shards(tok, inputs, out, shard_tokens, workers, eot, text_column,
             dtype=dtype.value, errors=errors.value, force=force, progress=_progress(quiet),
         )
     m = run.manifest
+    if as_json:
+        return _print_json({
+            "out": str(out), "status": run.status, "total_tokens": m["total_tokens"], "total_documents": m["total_documents"],
+            "shards": len(m["shards"]), "dtype": m["dtype"], "kept_shards": run.kept_shards, "seconds": round(run.seconds, 3),
+            "bytes_read": run.n_bytes, "mb_per_s": round(run.n_bytes / 1e6 / max(run.seconds, 1e-9), 2),
+        })
     if quiet:
         return
     if run.status == "complete":
@@ -355,7 +372,6 @@ class Peer(str, Enum):
     tokenizers = "tokenizers"
 
 
-JsonOption = Annotated[bool, typer.Option("--json", help="A machine-readable result on stdout.")]
 
 
 @command

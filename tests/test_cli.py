@@ -540,3 +540,17 @@ def test_progress_in_a_log_is_plain_lines(gpt2_vocab, tmp_path, fixtures):
     assert encoding and "(100%)" in encoding[-1] and "tokens/s" in encoding[-1]
     quiet = shell(f"bpecli encode -t {tmp_path / 'tok'} {corpus} --out {tmp_path / 'again'} -q")
     assert (quiet.returncode, quiet.stderr) == (0, "")
+
+
+def test_json_summaries_of_train_and_encode_out(gpt2_vocab, tmp_path, fixtures):
+    corpus = fixtures / "tinystories_sample.txt"
+    result = run("train", corpus, "--vocab-size", 300, "--special", "<|endoftext|>", "--out", tmp_path / "tok", "-q", "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["vocab_size"] == 300 and summary["merges"] == 43 and summary["special_tokens"] == {"<|endoftext|>": 299}
+    assert "tokenizer_config.json" in summary["files"] and summary["pattern"] == "gpt2"
+    result = run("encode", "-t", tmp_path / "tok", corpus, "--out", tmp_path / "shards", "-q", "--json")
+    summary = json.loads(result.stdout)
+    assert summary["status"] == "written" and summary["total_tokens"] > 0 and summary["shards"] == 1
+    again = json.loads(run("encode", "-t", tmp_path / "tok", corpus, "--out", tmp_path / "shards", "--json").stdout)
+    assert again["status"] == "complete" and again["total_tokens"] == summary["total_tokens"]
