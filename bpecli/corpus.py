@@ -274,14 +274,18 @@ def input_kind(name: str) -> tuple[str, str | None]:
 
 
 def document_parts(
-    inputs: list[tuple[str, str]], *, separators: list[str], text_column: str = "text", safe_cut: str | None = None
+    inputs: list[tuple[str, str]], *, separators: list[str], text_column: str = "text", safe_cut: str | None = None,
+    part_bytes: int | None = None,
 ) -> Iterator[Part]:
     """Parts of every input, in order. inputs are (path, label) pairs; separators are the special
     tokens that end documents in text files. Text without separators is one document, unless
     safe_cut (a regex where the pattern surely starts a piece: training) says where to cut it.
 
+    part_bytes overrides PART_BYTES where the parts need not be the same on every run (training).
+
     Example: a 10 MB text file -> Part(start=0, end=2097190), Part(start=2097190, ...), ...
     """
+    part_bytes = part_bytes or PART_BYTES
     cuts = [s.encode("utf-8") for s in separators]
     for path, label in inputs:
         kind, compression = input_kind(path)
@@ -289,10 +293,10 @@ def document_parts(
         if kind == "parquet":
             yield from _parquet_parts(path, label, text_column)
         elif compression:
-            yield from _stream_parts(path, label, kind, compression, cuts if kind == "text" else [b"\n"], text_cut)
+            yield from _stream_parts(path, label, kind, compression, cuts if kind == "text" else [b"\n"], text_cut, part_bytes)
         else:
             data = open_mmap(path)
-            n_parts = -(-len(data) // PART_BYTES)
+            n_parts = -(-len(data) // part_bytes)
             if text_cut is not None:
                 bounds = _regex_boundaries(data, n_parts, text_cut)
             else:
@@ -326,7 +330,8 @@ def _parquet_parts(path: str, label: str, column: str) -> Iterator[Part]:
         row += metadata.row_group(group).num_rows
 
 
-def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: list[bytes], text_cut=None) -> Iterator[Part]:
+def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: list[bytes], text_cut=None,
+                  part_bytes: int = PART_BYTES) -> Iterator[Part]:
     """Blocks of a compressed stream, each cut after its last document (or line) end, or at its
     last match of text_cut."""
     import pyarrow as pa
@@ -350,7 +355,7 @@ def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: list
     with stream, raw:
         while True:
             try:
-                block = stream.read(PART_BYTES)
+                block = stream.read(part_bytes)
             except (OSError, pa.ArrowException) as e:
                 raise InputError(f"{label}: cannot decompress ({e})") from None
             buffer = carry + block
@@ -373,10 +378,11 @@ def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: list
             line += part.count(b"\n")
 
 
-def read_documents(part: Part, *, splitter, text_column: str = "text", errors: str = "strict") -> tuple[list[str], int, str]:
+def read_documents(part: Part, *, splitter, text_column: str = "text", errors: str = "strict",
+                   checksum: bool = True) -> tuple[list[str], int, str]:
     """The non-empty documents of a part, the number of bytes they came from, and the sha256 of
-    what was read (a rerun checks that its inputs still hold the same bytes). splitter is the
-    compiled special-token splitter for text inputs (see pretokenize.special_splitter).
+    what was read (a rerun checks that its inputs still hold the same bytes; "" if not asked for).
+    splitter is the compiled special-token splitter for text inputs (see pretokenize.special_splitter).
 
     Example: text part b"a<|endoftext|>b<|endoftext|>" -> (["a", "b"], 28, "9f2c...")
     """
@@ -389,7 +395,7 @@ def read_documents(part: Part, *, splitter, text_column: str = "text", errors: s
     else:
         raw = part.data
         text = decode_utf8(raw, part.label, errors=errors, first_line=part.first_line, hint=ERRORS_HINT)
-    digest = hashlib.sha256(raw).hexdigest()
+    digest = hashlib.sha256(raw).hexdigest() if checksum else ""
     if part.kind == "text":
         documents = splitter.split(text)[::2] if splitter else [text]
         return [d for d in documents if d], len(raw), digest

@@ -133,7 +133,7 @@ def _init_worker(pattern: str, special_tokens: list[str], text_column: str, erro
 def _count_part(part: Part) -> tuple[Counter, int]:
     """(the pre-token counts of a part, its weight for progress)."""
     documents, _, _ = read_documents(part, splitter=_worker["splitter"], text_column=_worker["text_column"],
-                                           errors=_worker["errors"])
+                                     errors=_worker["errors"], checksum=False)
     if _worker["split"] is not None:
         return count_pieces([d.encode("utf-8") for d in documents], _worker["split"]), part.weight
     findall = _worker["findall"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .corpus import document_parts
+from .corpus import PART_BYTES, document_parts
 from .errors import BpecliError, InputError
 from .executor import progress_bar
 from .pretokenize import PATTERNS, SAFE_CUT, count_pretokens, resolve_pattern
@@ -256,8 +256,12 @@ def train(
     pairs = [(str(item), str(item)) if isinstance(item, (str, Path)) else item for item in inputs]
     # text without special tokens is cut where the preset patterns surely start a piece
     safe_cut = SAFE_CUT if pattern in PATTERNS.values() else None
-    parts = document_parts(pairs, separators=special_tokens, text_column=text_column, safe_cut=safe_cut)
     total_bytes = sum(os.path.getsize(path) for path, _ in pairs if os.path.isfile(path))
+    # parts of about a quarter of a worker's share: few counts to add up in this process, enough
+    # parts to keep every worker busy (they need not be the same on every run, as shards' do)
+    part_bytes = max(PART_BYTES, total_bytes // (4 * max(1, workers)) + 1)
+    parts = document_parts(pairs, separators=special_tokens, text_column=text_column, safe_cut=safe_cut,
+                           part_bytes=part_bytes)
     with progress_bar(progress, "counting", total_bytes, "B") as bar:
         counts = count_pretokens(parts, pattern=pattern, special_tokens=special_tokens, text_column=text_column,
                                  workers=workers, errors=errors, progress=bar)
