@@ -72,29 +72,25 @@ def kernel_docs_sample() -> str:
         return f.read(2_000_000)
 
 
-@pytest.fixture
-def tiny_disk(tmp_path):
-    """A 64 KiB tmpfs: a disk that really fills up (root only; skipped elsewhere)."""
+def _tmpfs(folder: Path, options: str, what: str):
+    """Mount a tmpfs at folder (root only: skipped elsewhere, saying why); unmounted afterwards."""
     import subprocess
 
-    folder = tmp_path / "tiny"
     folder.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True)
     if mounted.returncode != 0:
-        pytest.skip("cannot mount a small tmpfs here (it needs root)")
+        pytest.skip(f"cannot mount {what} here (it needs root)")
     yield folder
     subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 64 KiB tmpfs: a disk that really fills up."""
+    yield from _tmpfs(tmp_path / "tiny", "size=64k", "a small tmpfs")
 
 
 @pytest.fixture
 def read_only_dir(tmp_path):
-    """A folder on a read-only filesystem: unwritable even for root (root only; skipped elsewhere)."""
-    import subprocess
-
-    folder = tmp_path / "read-only"
-    folder.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(folder)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip("cannot mount a read-only tmpfs here (it needs root)")
-    yield folder
-    subprocess.run(["umount", "-l", str(folder)], check=False)
+    """A folder on a read-only filesystem: unwritable even for root."""
+    yield from _tmpfs(tmp_path / "read-only", "ro,size=64k", "a read-only tmpfs")
