@@ -256,6 +256,11 @@ def train(
         typer.echo(f"trained {tokenizer.vocab_size} tokens ({len(tokenizer.merges)} merges) into {out}", err=True)
 
 
+class ShardFormat(str, Enum):
+    npy = "npy"
+    llmc = "llmc"
+
+
 class Dtype(str, Enum):
     auto = "auto"
     uint16 = "uint16"
@@ -269,12 +274,13 @@ def encode(
     format: Annotated[Format, typer.Option("--format", "-f", help="ids, tokens, json or count.")] = Format.ids,
     lines: Annotated[bool, typer.Option("--lines", help="Encode each line on its own, one output line each.")] = False,
     special: Annotated[Special, typer.Option(help="all: special tokens in the text become their ids; none: plain text.")] = Special.all,
-    out: Annotated[Optional[Path], typer.Option(help="Write .npy token shards and manifest.json into this folder.")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Write token shards and manifest.json into this folder.")] = None,
     shard_tokens: Annotated[int, typer.Option(min=1, help="Tokens per shard (the last one holds the rest).")] = 100_000_000,
     workers: Annotated[int, typer.Option(min=1, help="Processes that encode, with --out (at most the CPUs this process may use).")] = _cpus(),
     eot: Annotated[Optional[str], typer.Option(help="Token written after every document: a special token, an id, or none. [default: <|endoftext|> if the tokenizer has it]")] = None,
     text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
     dtype: Annotated[Dtype, typer.Option(help="Shard dtype: auto is uint16 when every id fits, else uint32.")] = Dtype.auto,
+    shard_format: Annotated[ShardFormat, typer.Option(help="npy: .npy files; llmc: llm.c's .bin (256 int32 header: magic, version, token count).")] = ShardFormat.npy,
     errors: Annotated[Errors, typer.Option(help="Invalid UTF-8 input: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
     force: Annotated[bool, typer.Option("--force", help="Rebuild --out even if it holds a finished or other run.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary.")] = False,
@@ -290,7 +296,7 @@ def encode(
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if out is not None:
         return _encode_to_shards(tok, inputs or ["-"], out, shard_tokens, workers, eot, text_column, dtype, errors, force,
-                                 quiet, as_json)
+                                 quiet, as_json, shard_format)
     from .corpus import ERRORS_HINT, read_text
 
     allow_special = special is Special.all
@@ -306,7 +312,8 @@ def encode(
     stdout.flush()
 
 
-def _encode_to_shards(tok, inputs, out, shard_tokens, workers, eot, text_column, dtype, errors, force, quiet, as_json) -> None:
+def _encode_to_shards(tok, inputs, out, shard_tokens, workers, eot, text_column, dtype, errors, force, quiet, as_json,
+                      shard_format) -> None:
     from .corpus import streams_spooled
     from .shards import resolve_eot, write_shards
 
@@ -314,7 +321,7 @@ def _encode_to_shards(tok, inputs, out, shard_tokens, workers, eot, text_column,
     with streams_spooled(inputs) as pairs:
         run = write_shards(
             tok, pairs, out, shard_tokens=shard_tokens, workers=workers, eot=eot_id, text_column=text_column,
-            dtype=dtype.value, errors=errors.value, force=force, progress=_progress(quiet),
+            dtype=dtype.value, errors=errors.value, force=force, shard_format=shard_format.value, progress=_progress(quiet),
         )
     m = run.manifest
     if as_json:
@@ -352,7 +359,7 @@ def _render_ids(tok, ids: list[int], format: Format, name: str, line: int | None
 @command
 def decode(
     tokenizer: TokenizerOption,
-    input: Annotated[str, typer.Argument(help="Whitespace-separated ids or a .npy shard; - reads stdin.")] = "-",
+    input: Annotated[str, typer.Argument(help="Whitespace-separated ids, or a shard (.npy or llm.c .bin); - reads stdin.")] = "-",
     errors: Annotated[Errors, typer.Option(help="Ids that make invalid UTF-8: U+FFFD (replace) or an error (strict).")] = Errors.replace,
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,
@@ -361,7 +368,13 @@ def decode(
     from .corpus import read_ids
 
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
-    text = tok.decode(read_ids(input), errors=errors.value)
+    if input.endswith((".npy", ".bin")):
+        from .shards import read_shard
+
+        ids = read_shard(input)
+    else:
+        ids = read_ids(input)
+    text = tok.decode(ids, errors=errors.value)
     stdout = _stdout()
     stdout.write(text.encode("utf-8", errors="surrogateescape"))
     stdout.flush()

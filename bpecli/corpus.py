@@ -207,19 +207,8 @@ def read_text(name: str, errors: str = "strict", hint: str | None = None) -> str
     return decode_utf8(read_bytes(name), "<stdin>" if name == "-" else name, errors=errors, hint=hint)
 
 
-def read_ids(name: str):
-    """Token ids from a .npy shard (as its numpy array), or whitespace-separated integers in a
-    file or stdin (as a list)."""
-    if name.endswith(".npy"):
-        import numpy as np
-
-        try:
-            array = np.load(name, mmap_mode="r")
-        except (OSError, ValueError) as e:
-            raise InputError(f"{name}: not a readable .npy shard ({e})") from None
-        if array.ndim != 1 or array.dtype.kind not in "iu":
-            raise InputError(f"{name}: expected a 1-d integer array, found {array.dtype} of shape {array.shape}")
-        return array
+def read_ids(name: str) -> list[int]:
+    """Whitespace-separated token ids in a file or stdin ("-")."""
     text = read_text(name)
     if _IDS.fullmatch(text):  # int() alone would take "²"'s neighbours "١" and "1_0"
         return list(map(int, text.split()))

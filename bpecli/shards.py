@@ -1,4 +1,5 @@
-"""Documents -> token ids -> .npy shards and manifest.json, atomically and resumably; verify them.
+"""Documents -> token ids -> shards (.npy, or llm.c's .bin) and manifest.json, atomically and
+resumably; verify them.
 
 A shard folder holds shard_00000.npy, shard_00001.npy, ... (every one exactly shard_tokens long
 but the last) and, once everything is written, manifest.json. While a run is under way a journal
@@ -34,8 +35,44 @@ JOURNAL = ".bpecli-progress.json"
 DEFAULT_EOT = "<|endoftext|>"
 
 
-def shard_name(index: int) -> str:
-    return f"shard_{index:05d}.npy"
+# Shard files: standard .npy, or llm.c's .bin (a header of 256 int32: magic, version, token count;
+# then the tokens), whose magic and version say the token dtype.
+SHARD_SUFFIX = {"npy": ".npy", "llmc": ".bin"}
+LLMC_HEADER_INTS = 256
+LLMC_MAGIC = {"uint16": (20240520, 1), "uint32": (20240801, 7)}  # dtype -> (magic, version)
+
+
+def shard_name(index: int, shard_format: str = "npy") -> str:
+    return f"shard_{index:05d}{SHARD_SUFFIX[shard_format]}"
+
+
+def _header(shard_format: str, dtype: str, length: int) -> bytes:
+    """The bytes before a shard's tokens."""
+    if shard_format == "llmc":
+        header = np.zeros(LLMC_HEADER_INTS, dtype="<i4")
+        header[:3] = (*LLMC_MAGIC[dtype], length)
+        return header.tobytes()
+    return _npy_header(dtype, length)
+
+
+def read_shard(path: str | Path) -> np.ndarray:
+    """The tokens of a shard file (.npy, or llm.c's .bin), memory-mapped."""
+    path = Path(path)
+    try:
+        if path.suffix == ".bin":
+            header = np.fromfile(path, dtype="<i4", count=LLMC_HEADER_INTS)
+            dtype = next((d for d, (magic, version) in LLMC_MAGIC.items()
+                          if len(header) == LLMC_HEADER_INTS and (header[0], header[1]) == (magic, version)), None)
+            if dtype is None:
+                raise ValueError("no llm.c header (magic 20240520 version 1, or 20240801 version 7)")
+            return np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r", offset=4 * LLMC_HEADER_INTS,
+                             shape=(int(header[2]),))
+        array = np.load(path, mmap_mode="r")
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: not a readable shard ({e})") from None
+    if array.ndim != 1 or array.dtype.kind not in "iu":
+        raise InputError(f"{path}: expected a 1-d integer array, found {array.dtype} of shape {array.shape}")
+    return array
 
 
 @dataclass(frozen=True)
@@ -101,9 +138,11 @@ def write_shards(
     dtype: str = "auto",
     errors: str = "strict",
     force: bool = False,
+    shard_format: str = "npy",
     progress=None,
 ) -> ShardRun:
-    """Encode the documents of inputs (paths, or (path, label) pairs) into .npy shards in out_dir.
+    """Encode the documents of inputs (paths, or (path, label) pairs) into shards in out_dir:
+    .npy files, or llm.c's .bin with shard_format="llmc".
 
     Every document is encoded on its own (special tokens in it count as text) and followed by
     eot. The result depends only on the inputs, the tokenizer and these options, never on workers.
@@ -111,11 +150,15 @@ def write_shards(
     """
     if shard_tokens < 1:
         raise BpecliError("--shard-tokens must be at least 1")
+    if shard_format not in SHARD_SUFFIX:
+        raise BpecliError(f"--shard-format {shard_format!r}: expected npy or llmc")
+    if shard_format == "llmc" and shard_tokens > np.iinfo(np.int32).max:
+        raise BpecliError("--shard-tokens: llm.c's header counts tokens in an int32, so at most 2,147,483,647")
     started = time.perf_counter()
     out = Path(out_dir)
     pairs = [(item, item) if isinstance(item, str) else item for item in inputs]
     check_apart(out, [label for _, label in pairs])
-    settings = _settings(tokenizer, pairs, shard_tokens, eot, text_column, resolve_dtype(tokenizer, dtype))
+    settings = _settings(tokenizer, pairs, shard_tokens, eot, text_column, resolve_dtype(tokenizer, dtype), shard_format)
     _make_folder(out)
     with _locked(out):
         found = _prepare(out, settings, force)
@@ -199,10 +242,12 @@ def _check_unchanged(pairs, settings) -> None:
                              "unfinished: rerun once it no longer changes (--force starts afresh)")
 
 
-def _settings(tokenizer, inputs, shard_tokens, eot, text_column, dtype) -> dict:
-    """Everything a shard folder's content depends on; a rerun resumes only if these are equal."""
+def _settings(tokenizer, inputs, shard_tokens, eot, text_column, dtype, shard_format) -> dict:
+    """Everything a shard folder's content depends on; a rerun resumes only if these are equal.
+    (shard_format is said only when not npy: folders of .npy shards read as before.)"""
     identities = [_input_identity(path, label) for path, label in inputs]
     return {
+        **({"shard_format": shard_format} if shard_format != "npy" else {}),
         "format_version": FORMAT_VERSION,
         "tokenizer": {
             "files": [Path(name).name for name in tokenizer.files],
@@ -224,6 +269,9 @@ def _differences(document: dict, settings: dict) -> list[str]:
     """
     settings = json.loads(json.dumps(settings))
     found = []
+    there, here = document.get("shard_format", "npy"), settings.pop("shard_format", "npy")
+    if there != here:
+        found.append(f"shard_format {json.dumps(there)} there, {json.dumps(here)} now")
     for key, value in settings.items():
         there = document.get(key)
         if there == value:
@@ -270,7 +318,7 @@ def _prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
             if not path.is_file() or file_sha256(path) != shard["sha256"]:
                 break
             kept.append(shard)
-    elif any(out.glob("shard_*.npy")):
+    elif any(_SHARD_NAME.fullmatch(p.name) for p in out.glob("shard_*")):
         raise OutputError(f"{out} holds shards that bpecli did not record writing; use --force to replace them")
     _clear(out, keep=len(kept))
     return [dict(shard, parts=recorded) for shard in kept]
@@ -282,11 +330,11 @@ def _clear(out: Path, keep: int) -> None:
     (out / MANIFEST).unlink(missing_ok=True)
     if keep == 0:
         (out / JOURNAL).unlink(missing_ok=True)
-    for pattern in (".shard_*.npy.partial", MANIFEST + ".partial", JOURNAL + ".partial"):
+    for pattern in (".shard_*.partial", MANIFEST + ".partial", JOURNAL + ".partial"):
         for path in out.glob(pattern):
             path.unlink()
-    for path in out.glob("shard_*.npy"):
-        if path.name >= shard_name(keep):
+    for path in out.glob("shard_*"):
+        if _SHARD_NAME.fullmatch(path.name) and int(path.name[6:].split(".")[0]) >= keep:
             path.unlink()
 
 
@@ -313,7 +361,7 @@ def _checked_shards(path: Path, document: dict) -> list[dict]:
     return shards
 
 
-_SHARD_NAME = re.compile(r"shard_[0-9]{5,}\.npy")
+_SHARD_NAME = re.compile(r"shard_[0-9]{5,}\.(npy|bin)")
 
 
 def read_manifest(path: Path) -> dict:
@@ -368,7 +416,8 @@ class _ShardWriter:
         self.settings = settings
         self.dtype = np.dtype(settings["dtype"]).newbyteorder("<")
         self.shard_tokens = settings["shard_tokens"]
-        self.full_header = _npy_header(settings["dtype"], self.shard_tokens)  # a full shard's
+        self.format = settings.get("shard_format", "npy")
+        self.full_header = _header(self.format, settings["dtype"], self.shard_tokens)  # a full shard's
         self.recorded = kept[-1]["parts"] if kept else []  # the part checksums of the run resumed
         self.shards = [{k: v for k, v in shard.items() if k != "parts"} for shard in kept]
         self.total_tokens = sum(s["tokens"] for s in kept)
@@ -381,7 +430,7 @@ class _ShardWriter:
 
     @property
     def temporary(self) -> Path:
-        return self.out / f".{shard_name(len(self.shards))}.partial"
+        return self.out / f".{shard_name(len(self.shards), self.format)}.partial"
 
     def read(self, index: int, label: str, digest: str) -> None:
         """Record the checksum of part `index` as read; a part an interrupted run read too must
@@ -447,7 +496,7 @@ class _ShardWriter:
     def _close(self, next_part: int | None, skip: int) -> None:
         file, temporary = self.file, self.temporary
         if self.count != self.shard_tokens:  # the last shard: its header names its real length
-            header = _npy_header(self.settings["dtype"], self.count)
+            header = _header(self.format, self.settings["dtype"], self.count)
             if len(header) == len(self.full_header):
                 file.seek(0)
                 self._guarded(file.write, header)
@@ -460,7 +509,7 @@ class _ShardWriter:
         self._guarded(os.fsync, file.fileno())
         file.close()
         self.file = None
-        name = shard_name(len(self.shards))
+        name = shard_name(len(self.shards), self.format)
         self.shards.append(
             {"file": name, "tokens": self.count, "documents": self.documents, "sha256": file_sha256(temporary),
              "next_part": next_part, "skip": skip}
@@ -567,13 +616,7 @@ def describe_shards(out_dir: str | Path, top: int = 10) -> dict:
     manifest = read_manifest(out / MANIFEST)
     counts = np.zeros(0, dtype=np.int64)
     for shard in manifest["shards"]:
-        try:
-            ids = np.load(out / shard["file"], mmap_mode="r")
-        except (OSError, ValueError) as e:
-            raise InputError(f"{out / shard['file']}: not a readable shard ({e})") from None
-        if ids.ndim != 1 or ids.dtype.kind != "u":
-            raise InputError(f"{out / shard['file']}: not a shard of token ids ({ids.dtype}, shape {ids.shape})")
-        found = np.bincount(ids)
+        found = np.bincount(read_shard(out / shard["file"]))
         if len(found) > len(counts):
             found[: len(counts)] += counts
             counts = found

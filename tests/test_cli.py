@@ -554,3 +554,13 @@ def test_json_summaries_of_train_and_encode_out(gpt2_vocab, tmp_path, fixtures):
     assert summary["status"] == "written" and summary["total_tokens"] > 0 and summary["shards"] == 1
     again = json.loads(run("encode", "-t", tmp_path / "tok", corpus, "--out", tmp_path / "shards", "--json").stdout)
     assert again["status"] == "complete" and again["total_tokens"] == summary["total_tokens"]
+
+
+def test_decode_reads_llm_c_shards(gpt2_vocab, tmp_path):
+    corpus = tmp_path / "t.txt"
+    corpus.write_text("hello world<|endoftext|>again")
+    assert run("encode", "-t", gpt2_vocab, corpus, "--out", tmp_path / "o", "--shard-format", "llmc", "-q").exit_code == 0
+    result = run("decode", "-t", gpt2_vocab, tmp_path / "o" / "shard_00000.bin")
+    assert (result.exit_code, result.output) == (0, "hello world<|endoftext|>again<|endoftext|>")
+    (tmp_path / "bad.bin").write_bytes(b"\x00" * 2000)
+    assert "no llm.c header" in one_line_error(run("decode", "-t", gpt2_vocab, tmp_path / "bad.bin"))

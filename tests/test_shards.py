@@ -401,3 +401,35 @@ def test_parquet_columns_that_are_not_text_are_one_clear_error(gpt2, tmp_path, c
     parquet.write_table(pa.table({"meta" if column == "struct" else "text": values}), tmp_path / "t.parquet")
     with pytest.raises(InputError, match=message):
         write_shards(gpt2, [str(tmp_path / "t.parquet")], tmp_path / "out", eot=EOT, text_column=text_column)
+
+
+@pytest.mark.parametrize("tokenizer_name, dtype, magic, version", [("gpt2", "uint16", 20240520, 1), ("cl100k", "uint32", 20240801, 7)])
+def test_llm_c_shards_have_its_header_and_the_same_tokens(gpt2, cl100k_file, sample_file, tmp_path, tokenizer_name, dtype, magic, version):
+    """llm.c's .bin: 256 int32 (magic, version, token count), then the tokens, as its loaders read them."""
+    from bpecli import Tokenizer
+
+    tok = gpt2 if tokenizer_name == "gpt2" else Tokenizer.load(cl100k_file)
+    eot = tok.special_tokens["<|endoftext|>"]
+    npy = write_shards(tok, [str(sample_file)], tmp_path / "npy", shard_tokens=100_000, eot=eot).manifest
+    run = write_shards(tok, [str(sample_file)], tmp_path / "bin", shard_tokens=100_000, eot=eot, shard_format="llmc")
+    assert run.manifest["shard_format"] == "llmc" and run.manifest["dtype"] == dtype
+    assert [s["file"] for s in run.manifest["shards"]] == [s["file"].replace(".npy", ".bin") for s in npy["shards"]]
+    for ours, theirs in zip(run.manifest["shards"], npy["shards"]):
+        raw = (tmp_path / "bin" / ours["file"]).read_bytes()
+        header = np.frombuffer(raw[:1024], dtype="<i4")
+        assert (header[0], header[1], header[2]) == (magic, version, ours["tokens"]) and not header[3:].any()
+        tokens = np.frombuffer(raw[1024:], dtype=np.dtype(dtype).newbyteorder("<"))
+        assert tokens.tolist() == np.load(tmp_path / "npy" / theirs["file"]).tolist()
+    assert verify(tmp_path / "bin") == []
+    assert shards.describe_shards(tmp_path / "bin")["total_tokens"] == npy["total_tokens"]
+
+
+def test_an_interrupted_llm_c_run_resumes_to_the_same_bytes(gpt2, sample_file, tmp_path, small_parts):
+    options = dict(shard_tokens=40_000, workers=2, eot=EOT, shard_format="llmc")
+    write_shards(gpt2, [str(sample_file)], tmp_path / "whole", **options)
+    with pytest.raises(KeyboardInterrupt):
+        write_shards(gpt2, [str(sample_file)], tmp_path / "cut", progress=Interrupt(after=12), **options)
+    assert write_shards(gpt2, [str(sample_file)], tmp_path / "cut", **options).status == "resumed"
+    assert shard_bytes(tmp_path / "cut") == shard_bytes(tmp_path / "whole")
+    with pytest.raises(OutputError, match='shard_format "llmc" there, "npy" now'):
+        write_shards(gpt2, [str(sample_file)], tmp_path / "whole", shard_tokens=40_000, eot=EOT)
