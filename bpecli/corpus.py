@@ -22,9 +22,10 @@ def is_stream(path: str | Path) -> bool:
     """A FIFO, `<(...)`, /dev/stdin or any other input that is not a regular file: it can be read
     once, front to back, and has no size to cut into ranges."""
     try:
-        return not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode)
+        mode = os.stat(path).st_mode
     except OSError:
         return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 def _open_error(path, e: OSError) -> InputError:
@@ -112,6 +113,12 @@ def streams_spooled(names: list[str]):
     finally:
         for path in spooled.values():
             os.unlink(path)
+
+
+def input_bytes(inputs: list[tuple[str, str]]) -> int:
+    """The bytes of the (path, label) inputs that are files (compressed ones as they are on disk):
+    the total that progress counts towards."""
+    return sum(os.path.getsize(path) for path, _ in inputs if os.path.isfile(path))
 
 
 def check_apart(out: str | Path, names: list[str]) -> None:

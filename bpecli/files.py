@@ -94,10 +94,9 @@ def save(tokenizer: Tokenizer, out_dir: str | Path, *, force: bool = False) -> P
     an existing one may hold only bpecli's own files (replaced with force), and gets them
     replaced one by one, bpecli.json last. Nothing else in it is ever touched."""
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise OutputError(f"{out_dir} is a file; --out names a folder for the tokenizer files")
+    check_writable(out_dir, force=force)
     if out_dir.is_dir():
-        return _replace_files(tokenizer, out_dir, force)
+        return _replace_files(tokenizer, out_dir)
     parent = out_dir.absolute().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -157,9 +156,9 @@ def _check_own_files(out_dir: Path, force: bool) -> None:
         raise OutputError(f"{out_dir} holds a tokenizer already; use --force to replace its files")
 
 
-def _replace_files(tokenizer: Tokenizer, out_dir: Path, force: bool) -> Path:
-    """Write into an existing folder that holds nothing but bpecli's files (or nothing)."""
-    _check_own_files(out_dir, force)
+def _replace_files(tokenizer: Tokenizer, out_dir: Path) -> Path:
+    """Write into an existing folder that holds nothing but bpecli's files, or nothing (see
+    check_writable)."""
     try:
         building = _private_folder(out_dir, ".")
     except OSError as e:

@@ -38,6 +38,12 @@ PATTERNS = {
 SAFE_CUT = r"(?<=[^\s]\n)(?=[A-Za-z0-9])"
 
 
+def is_preset(pattern: str) -> bool:
+    """Whether pattern is one of tiktoken's (gpt2, cl100k, o200k): vectorised, and known to keep
+    every character."""
+    return pattern in PATTERNS.values()
+
+
 def resolve_pattern(name_or_regex: str, *, source: str = "--pattern") -> str:
     """A preset name gives its pattern; anything else must be a valid regex whose pieces keep
     every character. source names where the pattern came from, for the error.
@@ -45,7 +51,7 @@ def resolve_pattern(name_or_regex: str, *, source: str = "--pattern") -> str:
     Example: resolve_pattern("gpt2") -> "'(?:[sdmt]|ll|ve|re)| ?\\p{L}++|..."
     """
     pattern = PATTERNS.get(name_or_regex, name_or_regex)
-    if pattern in PATTERNS.values():
+    if is_preset(pattern):
         return pattern
     try:
         compiled = regex.compile(pattern)
@@ -79,7 +85,7 @@ def uncovered_error(pattern: str, text: str, source: str = "--pattern") -> Bpecl
 def compiled(pattern: str) -> regex.Pattern:
     r"""The compiled pattern: a preset with tiktoken's Unicode classes (see unicode_classes: each
     \p{..} spelled out as its ranges), any other pattern as the regex module reads it."""
-    if pattern not in PATTERNS.values():
+    if not is_preset(pattern):
         return regex.compile(pattern)
     out, i, in_class = [], 0, False
     while i < len(pattern):
@@ -585,6 +591,19 @@ def spans(starts, sizes):
     import numpy as np
 
     return np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
+
+
+def sorted_distinct(values):
+    """The distinct values, sorted (np.unique hashes or does more work than a sort and a compare;
+    values that come in order already, as positions often do, are not sorted again).
+
+    Example: [3, 1, 3] -> [1, 3]
+    """
+    import numpy as np
+
+    if len(values) > 1 and not (values[1:] >= values[:-1]).all():
+        values = np.sort(values)
+    return values[np.concatenate(([True], values[1:] != values[:-1]))]
 
 
 def vectorised_splitter(pattern: str):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .corpus import Part, check_apart, document_parts, read_documents
+from .corpus import Part, check_apart, document_parts, input_bytes, read_documents
 from .errors import BpecliError, InputError, OutputError
 from .executor import map_in_order, progress_bar
 from .pretokenize import special_splitter
@@ -172,8 +172,7 @@ def write_shards(
         writer = _ShardWriter(out, settings, kept)
         resume_part, skip = (kept[-1]["next_part"], kept[-1]["skip"]) if kept else (0, 0)
         n_bytes = 0
-        total = sum(os.path.getsize(path) for path, _ in pairs if os.path.isfile(path))
-        with progress_bar(progress, "encoding", total, "B") as bar:
+        with progress_bar(progress, "encoding", input_bytes(pairs), "B") as bar:
             try:
                 todo = _parts_from(parts, resume_part, writer, separators, text_column, errors, bar)
                 for index, part, (ids, doc_ends, part_bytes, digest) in _encode_in_order(todo, workers, init_args):

@@ -16,7 +16,7 @@ from typing import Literal
 import regex
 
 from .errors import BpecliError, DisallowedSpecialError, UnknownIdError
-from .pretokenize import SAFE_CUT, compiled, spans, special_splitter, uncovered_error
+from .pretokenize import SAFE_CUT, compiled, is_preset, sorted_distinct, spans, special_splitter, uncovered_error
 
 # Pieces longer than this are merged with a heap over a linked list instead of rescans...
 _LONG_PIECE = 64
@@ -124,9 +124,7 @@ class Tokenizer:
     @cached_property
     def _covers(self) -> bool:
         """The presets keep every character; a custom pattern's pieces are checked to."""
-        from .pretokenize import PATTERNS
-
-        return self.pattern in PATTERNS.values()
+        return is_preset(self.pattern)
 
     @cached_property
     def _findall(self):
@@ -706,6 +704,12 @@ class Tokenizer:
             found = pairs.lookup(left.astype(np.int64) * base + right)
             return np.where(found == _NO_RANK, none, found).astype(np.int32)
 
+        def put(r: int, group) -> None:  # pairs of rank r, waiting in its bucket
+            if r not in buckets:
+                buckets[r] = []
+                heapq.heappush(heap, r)
+            buckets[r].append(group)
+
         def wait(at):  # put the pairs starting at `at` into the buckets of their ranks
             at = at[rank[at] != none]
             if not len(at):
@@ -714,10 +718,7 @@ class Tokenizer:
             at, ranks = at[order], rank[at[order]]
             edges = np.flatnonzero(ranks[1:] != ranks[:-1]) + 1
             for group, r in zip(np.split(at, edges), ranks[np.concatenate(([0], edges))].tolist()):
-                if r not in buckets:
-                    buckets[r] = []
-                    heapq.heappush(heap, r)
-                buckets[r].append(group)
+                put(r, group)
 
         for block in range(0, n, _LOOKUP_BLOCK):  # in blocks: no n-long temporaries
             at = np.arange(block, min(block + _LOOKUP_BLOCK, n), dtype=np.int32)
@@ -726,9 +727,7 @@ class Tokenizer:
             wait(at)
         while heap:
             r = heapq.heappop(heap)
-            at = np.concatenate(buckets.pop(r))
-            if len(at) > 1 and not (at[1:] > at[:-1]).all():  # one wait() fills a bucket in order
-                at = _sorted_distinct(at)
+            at = sorted_distinct(np.concatenate(buckets.pop(r)))  # one wait() fills a bucket in order
             at = at[rank[at] == r]  # stale entries: merged away, or their pair changed
             if not len(at):
                 continue
@@ -752,15 +751,12 @@ class Tokenizer:
                 # no further than the longest token reaches. Merges beyond that reach go ahead now;
                 # in a cluster of pairs closer than that, those after the first lower one wait
                 index = np.arange(len(at))
-                cluster_start = np.flatnonzero(np.concatenate(([True], np.diff(at) > reach)))
-                cluster = np.cumsum(np.isin(index, cluster_start)) - 1
-                first_lower = np.minimum.reduceat(np.where(lower, index, len(at)), cluster_start)
+                starts_cluster = np.concatenate(([True], np.diff(at) > reach))
+                cluster = np.cumsum(starts_cluster) - 1
+                first_lower = np.minimum.reduceat(np.where(lower, index, len(at)), np.flatnonzero(starts_cluster))
                 waits = index > first_lower[cluster]
                 if waits.any():
-                    if r not in buckets:
-                        buckets[r] = []
-                        heapq.heappush(heap, r)
-                    buckets[r].append(at[waits])
+                    put(r, at[waits])
                     at, after = at[~waits], after[~waits]
             gone = nxt[at]
             symbols[at] = r
@@ -769,7 +765,7 @@ class Tokenizer:
             nxt[at] = after
             prv[after[after < n]] = at[after < n]
             # the pairs that changed: each merged token's own, and the one before it
-            changed = _sorted_distinct(np.concatenate([at, prv[at][prv[at] >= 0]]))
+            changed = sorted_distinct(np.concatenate([at, prv[at][prv[at] >= 0]]))
             following = nxt[changed]
             rank[changed] = np.where(following < n, lookup(symbols[changed], symbols[np.minimum(following, n - 1)]), none)
             wait(changed)
@@ -995,16 +991,6 @@ class _PieceTable:
             rest[chosen] = False
             todo, slots = todo[rest], (slots[rest] + 1) & self.mask
         self.count += len(low)
-
-
-def _sorted_distinct(values):
-    """The distinct values, sorted (np.unique hashes, several times slower on these arrays)."""
-    import numpy as np
-
-    values = np.sort(values)
-    keep = np.ones(len(values), dtype=bool)
-    np.not_equal(values[1:], values[:-1], out=keep[1:])
-    return values[keep]
 
 
 def join_encoded(results: list[tuple]):

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import heapq
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
-from .corpus import PART_BYTES, document_parts
+from .corpus import PART_BYTES, document_parts, input_bytes
 from .errors import BpecliError, InputError
 from .executor import progress_bar
-from .pretokenize import PATTERNS, SAFE_CUT, count_pretokens, resolve_pattern
+from .pretokenize import SAFE_CUT, count_pretokens, is_preset, resolve_pattern, sorted_distinct
 from .tokenizer import Tokenizer, check_special_tokens
 
 
@@ -122,7 +121,7 @@ def train_bpe(
         where.append(at.astype(np.int32))
         right = nxt[at]
         # the pairs that change: the one before each occurrence, the occurrence, the one after
-        changed = _distinct(np.concatenate([prv[at], at, right]))
+        changed = sorted_distinct(np.concatenate([prv[at], at, right]))
         changed = changed[(changed >= 0) & (nxt[changed] >= 0)]
         old_keys = _pair_keys(changed, symbols, nxt, base)
         symbols[at] = new
@@ -130,7 +129,7 @@ def train_bpe(
         after = nxt[right]
         nxt[at] = after
         prv[after[after >= 0]] = at[after >= 0]
-        gained = _distinct(np.concatenate([prv[at], at]))
+        gained = sorted_distinct(np.concatenate([prv[at], at]))
         gained = gained[(gained >= 0) & (nxt[gained] >= 0)]
         new_keys = _pair_keys(gained, symbols, nxt, base)
         _subtract_pairs(old_keys, weight[changed], pair_counts)
@@ -153,7 +152,7 @@ def _occurrences(candidates, a: int, b: int, symbols, nxt):
 
     Example: symbols "aaaa" (a == b), candidates [0, 1, 2] -> [0, 2]
     """
-    at = _distinct(candidates)
+    at = sorted_distinct(candidates)
     follow = nxt[at]
     at = at[(follow >= 0) & (symbols[at] == a) & (symbols[np.maximum(follow, 0)] == b)]
     if a == b and len(at) > 1:  # "aaa": the occurrences at 0 and 1 overlap; 0 goes first
@@ -210,14 +209,6 @@ def _subtract_pairs(keys, weights, pair_counts: dict[int, int]) -> None:
         pair_counts[k] -= n
 
 
-def _distinct(values):
-    """The distinct values, sorted (np.unique does more work than a sort and a compare; the
-    positions of a token often come in order already, and checking costs less than sorting)."""
-    if len(values) > 1 and not (values[1:] >= values[:-1]).all():
-        values = np.sort(values)
-    return values[np.concatenate(([True], values[1:] != values[:-1]))]
-
-
 def _pop_best(heap: list, pair_counts: dict[int, int]) -> tuple[int, int] | None:
     """The pair with the highest current count (ties broken by the key), or None if none is left."""
     while heap:
@@ -255,8 +246,8 @@ def train(
     pattern = resolve_pattern(pattern)
     pairs = [(str(item), str(item)) if isinstance(item, (str, Path)) else item for item in inputs]
     # text without special tokens is cut where the preset patterns surely start a piece
-    safe_cut = SAFE_CUT if pattern in PATTERNS.values() else None
-    total_bytes = sum(os.path.getsize(path) for path, _ in pairs if os.path.isfile(path))
+    safe_cut = SAFE_CUT if is_preset(pattern) else None
+    total_bytes = input_bytes(pairs)
     # parts of about a quarter of a worker's share: few counts to add up in this process, enough
     # parts to keep every worker busy (they need not be the same on every run, as shards' do)
     part_bytes = max(PART_BYTES, total_bytes // (4 * max(1, workers)) + 1)

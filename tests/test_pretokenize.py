@@ -2,7 +2,6 @@
 bulk encoder built on them exactly tiktoken's ids."""
 
 import pytest
-import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
