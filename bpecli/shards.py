@@ -374,6 +374,8 @@ def read_manifest(path: Path) -> dict:
                       "inputs": list, "tokenizer": dict}.items():
         if not isinstance(manifest.get(key), kind):
             raise OutputError(f"{path}: damaged ({key!r} is missing or malformed); encode again with --force to rebuild")
+    if not all(isinstance(item, dict) and isinstance(item.get("path"), str) for item in manifest["inputs"]):
+        raise OutputError(f"{path}: damaged ('inputs' is malformed); encode again with --force to rebuild")
     return manifest
 
 
@@ -597,8 +599,8 @@ def verify(out_dir: str | Path) -> list[str]:
         elif file_sha256(path) != shard["sha256"]:
             problems.append(f"{shard['file']}: sha256 does not match the manifest")
     for before in manifest["inputs"]:  # inputs still where they were must be as they were read
-        path = before.get("path") if isinstance(before, dict) else None
-        if before.get("mtime_ns") is None or not isinstance(path, str) or not os.path.isfile(path):
+        path = before["path"]
+        if before.get("mtime_ns") is None or not os.path.isfile(path):
             continue
         if _input_identity(path, path) != before:
             problems.append(f"input {path} changed since these shards were written from it; encode again with --force")

@@ -503,7 +503,7 @@ def test_a_damaged_manifest_is_one_line_everywhere(gpt2_vocab, tmp_path):
     out = tmp_path / "out"
     assert run("encode", "-t", gpt2_vocab, corpus, "--out", out, "-q").exit_code == 0
     manifest = json.loads((out / "manifest.json").read_text())
-    for damage in ({"shards": None}, {"shards": [{"file": None}]}, {"total_tokens": "many"}):
+    for damage in ({"shards": None}, {"shards": [{"file": None}]}, {"total_tokens": "many"}, {"inputs": [1]}):
         (out / "manifest.json").write_text(json.dumps({**manifest, **damage}))
         for command in (["inspect", out], ["inspect", out, "--verify"], ["encode", "-t", gpt2_vocab, corpus, "--out", out]):
             assert "damaged" in one_line_error(run(*command)), (damage, command)
