@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import tempfile
+from contextlib import contextmanager
 from functools import cache
 from itertools import repeat
 from pathlib import Path
@@ -84,6 +85,31 @@ def _to_latin1() -> dict[int, str]:
 # Writing
 
 
+# The lock file of a folder bpecli is writing (tokenizer files or shards).
+LOCK = ".bpecli-lock"
+
+
+@contextmanager
+def locked(out: Path):
+    """Hold an exclusive lock on a folder while writing into it: two runs writing the same files
+    would interleave them."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): run unguarded
+        yield
+        return
+    try:
+        handle = open(out / LOCK, "a")
+    except OSError as e:
+        raise OutputError(f"cannot write into {out} ({e.strerror or e}); choose an --out you can write to") from None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise OutputError(f"another bpecli is writing {out}; wait for it to finish, or choose another --out") from None
+        yield
+
+
 # The files `save` writes: the only ones it ever replaces or removes in a folder.
 TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                    "tokenizer.tiktoken", "bpecli.json")
@@ -148,30 +174,32 @@ def _check_own_files(out_dir: Path, force: bool) -> None:
         present = [p.name for p in out_dir.iterdir()]
     except OSError as e:
         raise OutputError(f"cannot read {out_dir} ({e.strerror or e})") from None
-    foreign = sorted(name for name in present if name not in TOKENIZER_FILES and not name.endswith(".bpecli-tmp"))
+    foreign = sorted(name for name in present
+                     if name not in TOKENIZER_FILES and name != LOCK and not name.endswith(".bpecli-tmp"))
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise OutputError(f"{out_dir} holds files bpecli did not write ({shown}); choose a new or empty folder for --out")
-    if present and not force:
+    if set(present) - {LOCK} and not force:
         raise OutputError(f"{out_dir} holds a tokenizer already; use --force to replace its files")
 
 
 def _replace_files(tokenizer: Tokenizer, out_dir: Path) -> Path:
     """Write into an existing folder that holds nothing but bpecli's files, or nothing (see
     check_writable)."""
-    try:
-        building = _private_folder(out_dir, ".")
-    except OSError as e:
-        raise OutputError(f"cannot write into {out_dir} ({e.strerror or e}); choose an --out you can write to") from None
-    try:
-        _write_all(tokenizer, building)
-        (out_dir / "bpecli.json").unlink(missing_ok=True)  # never a folder that looks whole but is mixed
-        for name in TOKENIZER_FILES:
-            os.replace(building / name, out_dir / name)
-    except OSError as e:
-        raise OutputError(f"cannot write {out_dir} ({e.strerror or e})") from None
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
+    with locked(out_dir):  # a second run replacing the same files would leave them mixed
+        try:
+            building = _private_folder(out_dir, ".")
+        except OSError as e:
+            raise OutputError(f"cannot write into {out_dir} ({e.strerror or e}); choose an --out you can write to") from None
+        try:
+            _write_all(tokenizer, building)
+            (out_dir / "bpecli.json").unlink(missing_ok=True)  # never a folder that looks whole but is mixed
+            for name in TOKENIZER_FILES:
+                os.replace(building / name, out_dir / name)
+        except OSError as e:
+            raise OutputError(f"cannot write {out_dir} ({e.strerror or e})") from None
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
     return out_dir
 
 

@@ -17,7 +17,6 @@ import re
 import time
 from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import numpy as np
 from .corpus import Part, check_apart, document_parts, input_bytes, read_documents
 from .errors import BpecliError, InputError, OutputError
 from .executor import map_in_order, progress_bar
+from .files import locked
 from .pretokenize import special_splitter
 from .tokenizer import Tokenizer
 
@@ -160,7 +160,7 @@ def write_shards(
     check_apart(out, [label for _, label in pairs])
     settings = _settings(tokenizer, pairs, shard_tokens, eot, text_column, resolve_dtype(tokenizer, dtype), shard_format)
     _make_folder(out)
-    with _locked(out):
+    with locked(out):
         found = _prepare(out, settings, force)
         if isinstance(found, dict):
             return ShardRun(out, found, "complete")
@@ -189,9 +189,6 @@ def write_shards(
     return ShardRun(out, manifest, "resumed" if kept else "written", len(kept), time.perf_counter() - started, n_bytes)
 
 
-LOCK = ".bpecli-lock"
-
-
 def _make_folder(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out} is a file, not a folder for shards; choose another --out")
@@ -199,27 +196,6 @@ def _make_folder(out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise OutputError(f"cannot make {out} ({e.strerror or e}); choose an --out you can write to") from None
-
-
-@contextmanager
-def _locked(out: Path):
-    """Hold an exclusive lock on the folder for the whole run: two runs writing the same shards
-    would interleave them."""
-    try:
-        import fcntl
-    except ImportError:  # no flock (Windows): run unguarded
-        yield
-        return
-    try:
-        handle = open(out / LOCK, "a")
-    except OSError as e:
-        raise OutputError(f"cannot write into {out} ({e.strerror or e}); choose an --out you can write to") from None
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise OutputError(f"another bpecli is writing {out}; wait for it to finish, or choose another --out") from None
-        yield
 
 
 def _input_identity(path: str, label: str) -> dict:

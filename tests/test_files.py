@@ -5,7 +5,7 @@ import json
 import pytest
 
 from bpecli import BpecliError, Tokenizer, train
-from bpecli.files import TOKENIZER_FILES
+from bpecli.files import LOCK, TOKENIZER_FILES
 
 SAMPLE = "Hello world! It's 2026; naïve café, 日本語, emoji 🎉.\n\n  indented\tline<|endoftext|>next doc"
 
@@ -76,7 +76,7 @@ def test_save_refuses_to_overwrite_without_force(trained, tmp_path):
     with pytest.raises(BpecliError, match="holds a tokenizer already; use --force"):
         tok.save(tmp_path / "out")
     tok.save(tmp_path / "out", force=True)
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(TOKENIZER_FILES)  # no temporary folder left
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([*TOKENIZER_FILES, LOCK])  # no temporary folder left
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     (tmp_path / "out" / "notes.txt").write_text("mine")
     with pytest.raises(BpecliError, match=r"holds files bpecli did not write \(notes.txt\)"):
@@ -240,3 +240,20 @@ def test_transformers_loads_a_trained_folder_and_knows_its_separator(tmp_path, f
     assert (theirs.eos_token, theirs.eos_token_id) == ("<|doc|>", 398)
     text = "Once upon a time<|doc|>there was a cat"
     assert theirs.encode(text) == tok.encode(text, allowed_special="all") and theirs.decode(tok.encode(text, allowed_special="all")) == text
+
+
+def test_a_second_save_into_a_folder_being_replaced_is_refused(trained, tmp_path):
+    """Two runs replacing one folder's files one by one could leave them mixed: one holds a lock."""
+    import fcntl
+
+    tok, _ = trained
+    tok.save(tmp_path / "out")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
+    with open(tmp_path / "out" / LOCK, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(BpecliError, match="another bpecli is writing"):
+            tok.save(tmp_path / "out", force=True)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir() if p.name != LOCK} == before
+    tok.save(tmp_path / "out", force=True)  # the lock file left behind is bpecli's own
+    with pytest.raises(BpecliError, match="holds a tokenizer already"):
+        tok.save(tmp_path / "out")

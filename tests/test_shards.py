@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from bpecli import corpus, shards
 from bpecli.errors import BpecliError, InputError, OutputError
+from bpecli.files import LOCK
 from bpecli.shards import verify, write_shards
 
 EOT = 50256
@@ -259,7 +260,7 @@ def test_a_second_run_into_the_same_folder_is_refused_while_the_first_holds_it(g
 
     out = tmp_path / "out"
     out.mkdir()
-    with open(out / shards.LOCK, "a") as held:
+    with open(out / LOCK, "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         with pytest.raises(OutputError, match=f"another bpecli is writing {out}"):
             write_shards(gpt2, [str(sample_file)], out, eot=EOT)
