@@ -48,11 +48,15 @@ def _on_sigterm(signum, frame):
 
 
 def _fail(message: str, status: int):
+    _say(message)
+    raise typer.Exit(status) from None
+
+
+def _say(message: str) -> None:
     try:
         typer.echo(message, err=True)
     except (OSError, ValueError, AttributeError):  # stderr closed too: the status says it
         pass
-    raise typer.Exit(status) from None
 
 
 def _silence_stdout() -> None:
@@ -564,6 +568,14 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         status = app(standalone_mode=False)
+        sys.stdout.flush()  # here, where a full stdout is still one line (--version, --help >/dev/full)
+    except BrokenPipeError:
+        _silence_stdout()
+        sys.exit(0)
+    except OSError as e:
+        _silence_stdout()
+        _say(f"bpecli: error: {e.strerror or e}")
+        sys.exit(1)
     except Exception as e:  # click's usage errors (a bad option value...): one line, status 2 as click's
         if not (hasattr(e, "format_message") and hasattr(e, "exit_code")):
             raise

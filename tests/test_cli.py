@@ -367,6 +367,8 @@ def one_stderr_line(done) -> str:
         ("echo hi | bpecli encode -t {vocab} >/dev/full", 1, "No space left on device"),
         ("echo 31373 | bpecli decode -t {vocab} >/dev/full", 1, "No space left on device"),
         ("bpecli inspect {vocab} --json >/dev/full", 1, "No space left on device"),
+        ("bpecli --version >/dev/full", 1, "No space left on device"),
+        ("bpecli train --help >/dev/full", 1, "No space left on device"),
         ("echo '72 ²' | bpecli decode -t {vocab}", 1, "<stdin>:1: '²' is not a token id"),
         ("echo '72 -1' | bpecli decode -t {vocab}", 1, "'-1' is not a token id"),
         ("echo '99999999' | bpecli decode -t {vocab}", 1, "id 99999999 is not in the vocabulary"),
