@@ -139,16 +139,14 @@ def _compare(ours: tuple, theirs: tuple) -> tuple[bool, dict | None]:
 
 # ---- our side: documents encoded by `workers` processes ------------------------------------------
 
-_worker: dict = {}
+def _setup(tok: Tokenizer, documents: list[str]) -> tuple[Tokenizer, list[str]]:
+    return tok, documents  # forked workers share them, unpickled
 
 
-def _init(tok: Tokenizer, documents: list[str]) -> None:
-    _worker["tok"], _worker["documents"] = tok, documents  # forked workers share them, unpickled
-
-
-def _encode_share(share: tuple[int, int]):
+def _encode_share(shared: tuple[Tokenizer, list[str]], share: tuple[int, int]):
+    tok, documents = shared
     start, end = share
-    return _worker["tok"].encode_documents(_worker["documents"][start:end], dtype="int64")
+    return tok.encode_documents(documents[start:end], dtype="int64")
 
 
 def _encode_ours(tok: Tokenizer, documents: list[str], workers: int):
@@ -159,4 +157,4 @@ def _encode_ours(tok: Tokenizer, documents: list[str], workers: int):
     tok.prepare_bulk()
     step = -(-len(documents) // (4 * workers))
     shares = [(i, min(i + step, len(documents))) for i in range(0, len(documents), step)]
-    return join_encoded(list(map_in_order(_encode_share, shares, workers=workers, initializer=_init, initargs=(tok, documents))))
+    return join_encoded(list(map_in_order(_encode_share, shares, workers=workers, setup=_setup, args=(tok, documents))))

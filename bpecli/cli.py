@@ -186,6 +186,10 @@ class _PlainProgress:
 TokenizerOption = Annotated[
     Path, typer.Option("--tokenizer", "-t", help="A bpecli folder, vocab.json, tokenizer.json or .tiktoken file.")
 ]
+SchedulerOption = Annotated[Optional[str], typer.Option(
+    envvar="BPECLI_SCHEDULER", show_envvar=False,
+    help="Run the workers on a Dask cluster: its scheduler's address (tcp://host:8786) or scheduler file; "
+         "also BPECLI_SCHEDULER. Inputs must be reachable from the workers. [default: this machine]")]
 PatternOption = Annotated[
     Optional[str], typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex (for .tiktoken files).")
 ]
@@ -217,6 +221,7 @@ def train(
     special: Annotated[list[str], typer.Option(help="A special token, repeatable; it separates documents.")] = [],
     pattern: Annotated[str, typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex.")] = "gpt2",
     workers: Annotated[int, typer.Option(min=1, help="Processes that count pre-tokens (at most the CPUs this process may use).")] = _cpus(),
+    scheduler: SchedulerOption = None,
     min_frequency: Annotated[int, typer.Option(min=0, help="Stop when the best pair is rarer than this.")] = 0,
     text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
     errors: Annotated[Errors, typer.Option(help="Invalid UTF-8: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
@@ -240,6 +245,7 @@ def train(
             special_tokens=special,
             pattern=pattern,
             workers=workers,
+            scheduler=scheduler,
             min_frequency=min_frequency,
             errors=errors.value,
             progress=_progress(quiet),
@@ -281,6 +287,7 @@ def encode(
     out: Annotated[Optional[Path], typer.Option(help="Write token shards and manifest.json into this folder.")] = None,
     shard_tokens: Annotated[int, typer.Option(min=1, help="Tokens per shard (the last one holds the rest).")] = 100_000_000,
     workers: Annotated[int, typer.Option(min=1, help="Processes that encode, with --out (at most the CPUs this process may use).")] = _cpus(),
+    scheduler: SchedulerOption = None,
     eot: Annotated[Optional[str], typer.Option(help="Token written after every document: a special token, an id, or none. [default: <|endoftext|> if the tokenizer has it]")] = None,
     text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
     dtype: Annotated[Dtype, typer.Option(help="Shard dtype: auto is uint16 when every id fits, else uint32.")] = Dtype.auto,
@@ -299,8 +306,8 @@ def encode(
     keep_freed_memory()  # the command owns its process, as the workers own theirs
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if out is not None:
-        return _encode_to_shards(tok, inputs or ["-"], out, shard_tokens, workers, eot, text_column, dtype, errors, force,
-                                 quiet, as_json, shard_format)
+        return _encode_to_shards(tok, inputs or ["-"], out, shard_tokens, workers, scheduler, eot, text_column, dtype,
+                                 errors, force, quiet, as_json, shard_format)
     from .corpus import ERRORS_HINT, read_text
 
     allow_special = special is Special.all
@@ -316,15 +323,15 @@ def encode(
     stdout.flush()
 
 
-def _encode_to_shards(tok, inputs, out, shard_tokens, workers, eot, text_column, dtype, errors, force, quiet, as_json,
-                      shard_format) -> None:
+def _encode_to_shards(tok, inputs, out, shard_tokens, workers, scheduler, eot, text_column, dtype, errors, force, quiet,
+                      as_json, shard_format) -> None:
     from .corpus import streams_spooled
     from .shards import resolve_eot, write_shards
 
     eot_id = resolve_eot(tok, eot)
     with streams_spooled(inputs) as pairs:
         run = write_shards(
-            tok, pairs, out, shard_tokens=shard_tokens, workers=workers, eot=eot_id, text_column=text_column,
+            tok, pairs, out, shard_tokens=shard_tokens, workers=workers, scheduler=scheduler, eot=eot_id, text_column=text_column,
             dtype=dtype.value, errors=errors.value, force=force, shard_format=shard_format.value, progress=_progress(quiet),
         )
     m = run.manifest

@@ -38,6 +38,109 @@ def _open_error(path, e: OSError) -> InputError:
     return InputError(f"{path}: cannot read ({e.strerror or e})")
 
 
+def is_uri(name: str) -> bool:
+    """An input on object storage or another filesystem pyarrow opens: s3://bucket/key, gs://..."""
+    return "://" in str(name)
+
+
+def _remote(uri: str):
+    """(pyarrow filesystem, path in it) for a URI. For s3:// the endpoint may come from the URI's
+    query (?endpoint_override=host:port&scheme=http) or, as for the AWS tools, from
+    AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL."""
+    import pyarrow as pa
+    from pyarrow import fs
+
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    target = uri
+    if uri.startswith("s3://") and endpoint and "endpoint_override=" not in uri:
+        scheme, _, host = endpoint.rpartition("://")
+        target += ("&" if "?" in uri else "?") + f"endpoint_override={host.rstrip('/')}" + (f"&scheme={scheme}" if scheme else "")
+    try:
+        return fs.FileSystem.from_uri(target)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise InputError(f"{uri}: cannot open ({e})") from None
+
+
+def _remote_call(uri: str, action):
+    """action(filesystem, path), with a missing object or any storage error as one line."""
+    import pyarrow as pa
+
+    filesystem, path = _remote(uri)
+    try:
+        return action(filesystem, path)
+    except FileNotFoundError:
+        raise InputError(f"{uri}: no such object") from None
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(f"{uri}: cannot read ({str(e).splitlines()[0]})") from None
+
+
+def input_stat(path: str, label: str) -> tuple[int, int | None]:
+    """(size in bytes, last modified in ns or None) of a file or URI."""
+    if is_uri(path):
+        info = _remote_call(path, lambda filesystem, key: filesystem.get_file_info(key))
+        if info.type.name != "File":
+            raise InputError(f"{label}: no such object")
+        return info.size, (info.mtime_ns if info.mtime is not None else None)
+    try:
+        info = os.stat(path)
+    except OSError as e:
+        raise _open_error(label, e) from None
+    return info.st_size, info.st_mtime_ns
+
+
+def open_input(path: str, label: str):
+    """A pyarrow file with random access (read_at, tell, size) for a path or URI."""
+    if is_uri(path):
+        return _remote_call(path, lambda filesystem, key: filesystem.open_input_file(key))
+    import pyarrow as pa
+
+    try:
+        return pa.OSFile(path, "rb")
+    except FileNotFoundError:
+        raise InputError(f"{label}: no such file") from None
+    except (OSError, pa.ArrowException) as e:
+        raise InputError(f"{label}: cannot read ({e})") from None
+
+
+class _RemoteBytes:
+    """A remote file as chunk_boundaries and _regex_boundaries read it: a size, and searches from
+    an offset that fetch a window at a time, so cutting a large object into parts reads little of it."""
+
+    WINDOW = 1 << 20
+    MARGIN = 64  # bytes a match may look ahead past a window's end, or back before its start
+
+    def __init__(self, uri: str, label: str):
+        self.uri, self.label = uri, label
+        self.file = open_input(uri, label)
+        self.size = self.file.size()
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, where: slice) -> bytes:
+        start, stop, _ = where.indices(self.size)
+        return self.file.read_at(max(0, stop - start), start)
+
+    def search(self, pattern, start: int) -> int:
+        """The offset of the first match of pattern (a bytes regex, or bytes) at or after start, or -1."""
+        while start < self.size:
+            back = min(start, self.MARGIN)
+            window = self[start - back : start + self.WINDOW]
+            last = start + self.WINDOW >= self.size
+            if isinstance(pattern, bytes):
+                at = window.find(pattern, back)
+                found = at if at >= 0 else None
+            else:
+                match = pattern.search(window, back)
+                found = match.start() if match else None
+            if found is not None and (last or found < len(window) - self.MARGIN):
+                return start - back + found
+            start += self.WINDOW - self.MARGIN
+        return -1
+
+    find = search
+
+
 def open_mmap(path: str | Path) -> mmap.mmap | bytes:
     """Map a file read-only; an empty file gives b"" (mmap refuses length 0), and a stream (see
     is_stream) is read whole."""
@@ -56,16 +159,25 @@ def open_mmap(path: str | Path) -> mmap.mmap | bytes:
 def read_range(path: str, label: str, start: int, end: int) -> bytes:
     """Bytes start..end of a file, read (not mapped: a file cut short while mapped kills the
     process with SIGBUS); a file that no longer holds them is an error, never fewer bytes."""
+    if is_uri(path):
+        with open_input(path, label) as f:
+            data, size = f.read_at(end - start, start), f.size()
+    else:
+        data, size = _pread(path, label, start, end)
+    if len(data) != end - start:
+        raise InputError(f"{label} changed while bpecli read it (now {size:,} bytes, bytes up to {end:,} expected); "
+                         "rerun once it no longer changes")
+    return data
+
+
+def _pread(path: str, label: str, start: int, end: int) -> tuple[bytes, int]:
     try:
         with open(path, "rb") as f:
             data = os.pread(f.fileno(), end - start, start)
             size = os.fstat(f.fileno()).st_size
     except OSError as e:
         raise _open_error(label, e) from None
-    if len(data) != end - start:
-        raise InputError(f"{label} changed while bpecli read it (now {size:,} bytes, bytes up to {end:,} expected); "
-                         "rerun once it no longer changes")
-    return data
+    return data, size
 
 
 def _stdin_buffer():
@@ -118,7 +230,7 @@ def streams_spooled(names: list[str]):
 def input_bytes(inputs: list[tuple[str, str]]) -> int:
     """The bytes of the (path, label) inputs that are files (compressed ones as they are on disk):
     the total that progress counts towards."""
-    return sum(os.path.getsize(path) for path, _ in inputs if os.path.isfile(path))
+    return sum(input_stat(path, label)[0] for path, label in inputs if is_uri(path) or os.path.isfile(path))
 
 
 def check_apart(out: str | Path, names: list[str]) -> None:
@@ -187,14 +299,23 @@ def decode_utf8(raw: bytes, name: str, *, errors: str = "strict", offset: int = 
 
 
 def _lines_before(path: str, offset: int) -> int:
-    return bytes(open_mmap(path)[:offset]).count(b"\n")
+    data = _RemoteBytes(path, path) if is_uri(path) else open_mmap(path)
+    return bytes(data[:offset]).count(b"\n")
 
 
 def read_bytes(name: str) -> bytes:
     """The whole of a file (decompressed if it is named .gz, .zst or .bz2), or of stdin for "-"."""
     if name == "-":
         return _stdin_buffer().read()
-    compression = COMPRESSIONS.get(Path(name).suffix)
+    compression = COMPRESSIONS.get(Path(_path_of(name)).suffix)
+    if is_uri(name):
+        import pyarrow as pa
+
+        with open_input(name, name) as raw:
+            try:
+                return pa.CompressedInputStream(raw, compression).read() if compression else raw.read()
+            except (OSError, pa.ArrowException) as e:
+                raise InputError(f"{name}: cannot read or decompress ({e})") from None
     if compression:
         import pyarrow as pa
 
@@ -255,12 +376,21 @@ class Part:
     weight: int = 0  # the bytes of the input file it accounts for, for progress (compressed ones, for a stream)
 
 
+def _path_of(name: str) -> str:
+    """The path of a file name or URI, without a URI's query (?endpoint_override=...)."""
+    if not is_uri(name):
+        return name
+    from urllib.parse import urlsplit
+
+    return urlsplit(name).path
+
+
 def input_kind(name: str) -> tuple[str, str | None]:
     """(kind, compression) from a file name.
 
     Example: "docs.jsonl.gz" -> ("jsonl", "gzip"); "notes.txt" -> ("text", None)
     """
-    path = Path(name)
+    path = Path(_path_of(name))
     compression = COMPRESSIONS.get(path.suffix)
     suffix = Path(path.stem).suffix if compression else path.suffix
     kind = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(suffix, "text")
@@ -284,6 +414,7 @@ def document_parts(
     part_bytes = part_bytes or PART_BYTES
     cuts = [s.encode("utf-8") for s in separators]
     for path, label in inputs:
+        path = path if is_uri(path) else os.path.abspath(path)  # workers elsewhere may not share our cwd
         kind, compression = input_kind(path)
         text_cut = None if cuts or kind != "text" or safe_cut is None else re.compile(safe_cut.encode())
         if kind == "parquet":
@@ -291,7 +422,7 @@ def document_parts(
         elif compression:
             yield from _stream_parts(path, label, kind, compression, cuts if kind == "text" else [b"\n"], text_cut, part_bytes)
         else:
-            data = open_mmap(path)
+            data = _RemoteBytes(path, label) if is_uri(path) else open_mmap(path)
             n_parts = -(-len(data) // part_bytes)
             if text_cut is not None:
                 bounds = _regex_boundaries(data, n_parts, text_cut)
@@ -304,10 +435,15 @@ def _regex_boundaries(data, n_parts: int, cut: re.Pattern) -> list[int]:
     """Offsets that cut data into about n_parts pieces, each where cut matches."""
     size, bounds = len(data), [0]
     for i in range(1, n_parts):
-        found = cut.search(data, max(i * size // n_parts, bounds[-1] + 1))
-        if found is None:
+        start = max(i * size // n_parts, bounds[-1] + 1)
+        if isinstance(data, _RemoteBytes):
+            found = data.search(cut, start)
+        else:
+            match = cut.search(data, start)
+            found = match.start() if match else -1
+        if found < 0:
             break
-        bounds.append(found.start())
+        bounds.append(found)
     return sorted(set(bounds + [size]))
 
 
@@ -315,11 +451,12 @@ def _parquet_parts(path: str, label: str, column: str) -> Iterator[Part]:
     from pyarrow import ArrowException, parquet
 
     try:
-        metadata = parquet.ParquetFile(path).metadata
+        with open_input(path, label) as source:
+            metadata = parquet.ParquetFile(source).metadata
     except (OSError, ArrowException) as e:
         raise InputError(f"{label}: not a readable Parquet file ({e})") from None
     parquet_text_column(metadata.schema.to_arrow_schema(), column, label)
-    row, groups, size = 0, metadata.num_row_groups, os.path.getsize(path)
+    row, groups, size = 0, metadata.num_row_groups, input_stat(path, label)[0]
     for group in range(groups):  # progress: the file's bytes shared out among its row groups
         weight = size * (group + 1) // groups - size * group // groups
         yield Part(path, label, "parquet", start=group, first_line=row + 1, weight=weight)
@@ -332,11 +469,9 @@ def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: list
     last match of text_cut."""
     import pyarrow as pa
 
+    raw = open_input(path, label)  # its position: the compressed bytes read so far, for progress
     try:
-        raw = pa.OSFile(path, "rb")  # its position: the compressed bytes read so far, for progress
         stream = pa.CompressedInputStream(raw, compression)
-    except FileNotFoundError:
-        raise InputError(f"{label}: no such file") from None
     except (OSError, pa.ArrowException) as e:
         raise InputError(f"{label}: cannot read ({e})") from None
     carry = b""
@@ -465,9 +600,10 @@ def _parquet_documents(part: Part, column: str) -> tuple[list[str], int, str]:
     from pyarrow import compute, parquet
 
     try:
-        file = parquet.ParquetFile(part.path)
-        names = parquet_text_column(file.schema_arrow, column, part.label)
-        values = file.read_row_group(part.start, columns=[names[0]]).column(0)
+        with open_input(part.path, part.label) as source:
+            file = parquet.ParquetFile(source)
+            names = parquet_text_column(file.schema_arrow, column, part.label)
+            values = file.read_row_group(part.start, columns=[names[0]]).column(0)
     except (OSError, pa.ArrowException) as e:
         raise InputError(f"{part.label}: cannot read row group {part.start} ({e})") from None
     for name in names[1:]:

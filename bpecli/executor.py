@@ -53,26 +53,42 @@ def progress_bar(progress: Callable | None, description: str, total: int, unit: 
         bar.close()
 
 
-def map_in_order(function: Callable, items: Iterable, *, workers: int, initializer: Callable, initargs: tuple) -> Iterator:
-    """function(item) for each item, in the order of items: in this process for one worker, else in
-    worker processes (no more than the CPUs), each set up once by initializer(*initargs). At most
-    2 items per worker are in flight, so memory stays bounded however many items come. An error in
-    a worker is raised here, at its item's turn.
+def map_in_order(function: Callable, items: Iterable, *, workers: int, setup: Callable, args: tuple,
+                 scheduler: str | None = None) -> Iterator:
+    """function(state, item) for each item, in the order of items, where state = setup(*args) is
+    made once per worker process (a Tokenizer shipped once, never with every item). Runs in this
+    process for one worker, in worker processes (no more than the CPUs), or on a Dask cluster when
+    a scheduler is given (see connect). At most 2 items per worker are in flight, so memory stays
+    bounded however many items come. An error in a worker is raised here, at its item's turn.
 
-    Example: map_in_order(len, ["ab", "c"], workers=2, initializer=print, initargs=()) -> 2, 1
+    Example: map_in_order(lambda state, x: len(x) + state, ["ab", "c"], workers=2, setup=int, args=()) -> 2, 1
     """
+    if scheduler:
+        from . import cluster
+
+        yield from cluster.map_in_order(function, items, setup, args, scheduler)
+        return
     workers = max(1, min(workers, available_cpus()))
     if workers == 1:
-        initializer(*initargs)
-        yield from map(function, items)
+        state = setup(*args)
+        yield from (function(state, item) for item in items)
         return
-    yield from _Workers(workers, initializer, initargs).map_in_order(function, items, in_flight=2 * workers)
+    yield from _Workers(workers, setup, args).map_in_order(function, items, in_flight=2 * workers)
+
+
+def parallelism(workers: int, scheduler: str | None = None) -> int:
+    """How many items run at once: the worker threads of the cluster, or the local workers."""
+    if scheduler:
+        from . import cluster
+
+        return max(1, sum(cluster.connect(scheduler).nthreads().values()))
+    return max(1, min(workers, available_cpus()))
 
 
 class _Workers:
     """Worker processes, each serving the items sent down its pipe one at a time."""
 
-    def __init__(self, count: int, initializer: Callable, initargs: tuple):
+    def __init__(self, count: int, setup: Callable, args: tuple):
         import multiprocessing
 
         # fork shares the parent's modules and tables (a prepared Tokenizer) for free
@@ -81,7 +97,7 @@ class _Workers:
         self.processes, self.pipes = [], []
         for _ in range(count):
             parent_end, child_end = context.Pipe()
-            process = context.Process(target=_serve, args=(child_end, initializer, initargs), daemon=True)
+            process = context.Process(target=_serve, args=(child_end, setup, args), daemon=True)
             process.start()
             child_end.close()
             self.processes.append(process)
@@ -155,13 +171,13 @@ class _Workers:
             pipe.close()
 
 
-def _serve(pipe, initializer: Callable, initargs: tuple) -> None:
+def _serve(pipe, setup: Callable, args: tuple) -> None:
     """A worker's life: set up once, then answer each (function, item) with (ok, result)."""
     # Ctrl-C and SIGTERM are the parent's to handle: it ends the workers, which go quietly
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     keep_freed_memory()
-    initializer(*initargs)
+    state = setup(*args)
     while True:
         try:
             task = pipe.recv()
@@ -171,7 +187,7 @@ def _serve(pipe, initializer: Callable, initargs: tuple) -> None:
             return
         function, item = task
         try:
-            answer = (True, function(item))
+            answer = (True, function(state, item))
         except BaseException as error:  # raised in the parent, at this item's turn
             answer = (False, error if _picklable(error) else BpecliError(f"{type(error).__name__}: {error}"))
         try:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from functools import cache
 
 import regex
 
 from . import unicode_classes
-from .corpus import Part, read_documents
 from .errors import BpecliError
-from .executor import map_in_order
 
 # The exact patterns tiktoken uses for its gpt2 / r50k, cl100k_base and o200k_base encodings.
 PATTERNS = {
@@ -121,58 +118,6 @@ def split_documents(text: str, splitter: regex.Pattern | None) -> list[str]:
     if splitter is None:
         return [text]
     return splitter.split(text)[::2]
-
-
-# Per-process state built once by the pool initializer (never shipped with each task).
-_worker: dict = {}
-
-
-def _init_worker(pattern: str, special_tokens: list[str], text_column: str, errors: str) -> None:
-    _worker["split"] = vectorised_splitter(pattern)
-    _worker["findall"] = compiled(pattern).findall
-    _worker["pattern"] = pattern
-    _worker["splitter"] = special_splitter(special_tokens)
-    _worker["text_column"] = text_column
-    _worker["errors"] = errors
-
-
-def _count_part(part: Part) -> tuple[Counter, int]:
-    """(the pre-token counts of a part, its weight for progress)."""
-    documents, _, _ = read_documents(part, splitter=_worker["splitter"], text_column=_worker["text_column"],
-                                     errors=_worker["errors"], checksum=False)
-    if _worker["split"] is not None:
-        return count_pieces([d.encode("utf-8") for d in documents], _worker["split"]), part.weight
-    findall = _worker["findall"]
-    counts: Counter = Counter()
-    for document in documents:
-        pieces = findall(document)
-        if sum(map(len, pieces)) != len(document):
-            raise uncovered_error(_worker["pattern"], document)
-        counts.update(pieces)
-    return counts, part.weight
-
-
-def count_pretokens(
-    parts: Iterable[Part],
-    *,
-    pattern: str,
-    special_tokens: list[str],
-    text_column: str = "text",
-    workers: int = 1,
-    errors: str = "strict",
-    progress=None,
-) -> Counter:
-    """Pre-token frequencies over the documents of all parts, counted by `workers` processes.
-
-    Example: one part "low low<|endoftext|>lower" -> {"low": 1, " low": 1, "lower": 1}
-    """
-    total: Counter = Counter()
-    init_args = (pattern, special_tokens, text_column, errors)
-    for counts, weight in map_in_order(_count_part, parts, workers=workers, initializer=_init_worker, initargs=init_args):
-        total.update(counts)
-        if progress is not None:
-            progress.update(weight)
-    return total
 
 
 # ---- vectorised pre-tokenizers ------------------------------------------------------------------
@@ -629,7 +574,7 @@ def pack_pieces(data: bytes, bounds):
     low, high = pack_spans(data, starts[packed], sizes[packed])
     # one uint64 per piece for numpy to sort; a collision is caught below and settled exactly
     mixed = piece_hash(low, high)
-    first, packed_codes = _group(mixed)
+    first, packed_codes = group(mixed)
     if not ((low[first][packed_codes] == low).all() and (high[first][packed_codes] == high).all()):
         index: dict = {}
         packed_codes = np.array([index.setdefault(pair, len(index)) for pair in zip(low.tolist(), high.tolist())], dtype=np.int64)
@@ -657,18 +602,7 @@ def pack_spans(data: bytes, starts, sizes):
     return low, high
 
 
-def number_pieces(data: bytes, bounds) -> tuple[list, object]:
-    """(names, codes): pack_pieces with a hashable name for each distinct piece: an int packing
-    it (see piece_of_name) for pieces of up to 15 bytes, its bytes for longer ones.
-
-    Example: b"a b a", [0, 1, 3, 4, 5] -> (names of b"a", b" b", b" a"; codes [0, 2, 1, 0])
-    """
-    codes, low, high, _, long_pieces = pack_pieces(data, bounds)
-    names: list = [lo | (hi << 64) for lo, hi in zip(low.tolist(), high.tolist())]
-    return names + long_pieces, codes
-
-
-def _group(values):
+def group(values):
     """(one index of each distinct value, the group number of every value). Values equal in
     their top bits share a group: the caller checks that a group's members are equal.
 
@@ -705,13 +639,6 @@ def _mix(x):
     return x ^ (x >> np.uint64(31))
 
 
-def piece_of_name(name: int | bytes) -> bytes:
-    """The piece a name from number_pieces stands for."""
-    if isinstance(name, bytes):
-        return name
-    return name.to_bytes(16, "little")[: name >> 120]
-
-
 def document_batches(documents: list[bytes], size: int = 1 << 22) -> Iterator[list[bytes]]:
     """Documents in groups of about `size` bytes: numpy is several times faster on arrays that
     fit the caches than on one huge one."""
@@ -724,18 +651,3 @@ def document_batches(documents: list[bytes], size: int = 1 << 22) -> Iterator[li
             batch, total = [], 0
     if batch:
         yield batch
-
-
-def count_pieces(documents: list[bytes], split) -> Counter:
-    """Pre-token counts (as bytes) by a vectorised pre-tokenizer (split: e.g. gpt2_piece_starts),
-    without a Python object per occurrence for pieces of up to 15 bytes: numpy numbers and counts them."""
-    import numpy as np
-
-    counts: Counter = Counter()
-    for batch in document_batches(documents, 1 << 20):  # 1 MB: small arrays, small worker peaks
-        data = b"".join(batch)
-        sizes = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
-        bounds = split(data, np.cumsum(sizes) - sizes)
-        names, codes = number_pieces(data, bounds)
-        counts.update(dict(zip(map(piece_of_name, names), np.bincount(codes, minlength=len(names)).tolist())))
-    return counts

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .corpus import Part, check_apart, document_parts, input_bytes, read_documents
+from .corpus import Part, check_apart, document_parts, input_bytes, input_stat, is_uri, read_documents
 from .errors import BpecliError, InputError, OutputError
 from .executor import map_in_order, progress_bar
 from .files import locked
@@ -133,6 +133,7 @@ def write_shards(
     *,
     shard_tokens: int = 100_000_000,
     workers: int = 1,
+    scheduler: str | None = None,
     eot: int | None = None,
     text_column: str = "text",
     dtype: str = "auto",
@@ -145,7 +146,8 @@ def write_shards(
     .npy files, or llm.c's .bin with shard_format="llmc".
 
     Every document is encoded on its own (special tokens in it count as text) and followed by
-    eot. The result depends only on the inputs, the tokenizer and these options, never on workers.
+    eot. The result depends only on the inputs, the tokenizer and these options, never on workers
+    nor on where they run (a Dask cluster's, given its scheduler: see executor.map_in_order).
     progress, if given, makes the bar: progress("encoding", total bytes, "B") (see executor.progress_bar).
     """
     if shard_tokens < 1:
@@ -167,7 +169,7 @@ def write_shards(
         kept = found
         separators = document_separators(tokenizer)
         parts = document_parts(pairs, separators=separators, text_column=text_column)
-        init_args = (tokenizer, eot, settings["dtype"], separators, text_column, errors)
+        setup_args = (tokenizer, eot, settings["dtype"], separators, text_column, errors)
         tokenizer.prepare_bulk()
         writer = _ShardWriter(out, settings, kept)
         resume_part, skip = (kept[-1]["next_part"], kept[-1]["skip"]) if kept else (0, 0)
@@ -175,7 +177,7 @@ def write_shards(
         with progress_bar(progress, "encoding", input_bytes(pairs), "B") as bar:
             try:
                 todo = _parts_from(parts, resume_part, writer, separators, text_column, errors, bar)
-                for index, part, (ids, doc_ends, part_bytes, digest) in _encode_in_order(todo, workers, init_args):
+                for index, part, (ids, doc_ends, part_bytes, digest) in _encode_in_order(todo, workers, scheduler, setup_args):
                     writer.read(index, part.label, digest)
                     writer.write(ids, doc_ends, index, skip if index == resume_part else 0)
                     n_bytes += part_bytes
@@ -201,12 +203,9 @@ def _make_folder(out: Path) -> None:
 def _input_identity(path: str, label: str) -> dict:
     """What says an input is the same file as before: its size and, for a real file, the time it
     was last modified (a spooled stream has none; the checksums of its parts stand for it)."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        raise InputError(f"{label}: no such file") from None
+    size, mtime_ns = input_stat(path, label)
     spooled = label == "<stdin>" or os.path.basename(path).startswith("bpecli-stdin-")
-    return {"path": label, "size": info.st_size, "mtime_ns": None if spooled else info.st_mtime_ns}
+    return {"path": label, "size": size, "mtime_ns": None if spooled else mtime_ns}
 
 
 def _check_unchanged(pairs, settings) -> None:
@@ -513,22 +512,27 @@ class _ShardWriter:
 
 # ---- encoding parts in worker processes --------------------------------------------------------
 
-# Per-process state built once by the pool initializer.
-_worker: dict = {}
+@dataclass(frozen=True)
+class _Encoder:
+    """What each worker needs to encode a part: made once per worker (see executor.map_in_order)."""
+
+    tokenizer: Tokenizer
+    eot: int | None
+    dtype: str
+    splitter: object  # the special-token splitter for text inputs
+    text_column: str
+    errors: str
 
 
-def _init_worker(tokenizer: Tokenizer, eot, dtype, separators, text_column, errors) -> None:
-    _worker.update(
-        tokenizer=tokenizer, eot=eot, dtype=dtype, splitter=special_splitter(separators),
-        text_column=text_column, errors=errors,
-    )
+def _setup(tokenizer: Tokenizer, eot, dtype, separators, text_column, errors) -> _Encoder:
+    return _Encoder(tokenizer, eot, dtype, special_splitter(separators), text_column, errors)
 
 
-def _encode_part(part: Part) -> tuple[np.ndarray, np.ndarray, int, str]:
+def _encode_part(encoder: _Encoder, part: Part) -> tuple[np.ndarray, np.ndarray, int, str]:
     """(ids, where each document's ids end, bytes read, their sha256) for one part."""
-    w = _worker
-    documents, n_bytes, digest = read_documents(part, splitter=w["splitter"], text_column=w["text_column"], errors=w["errors"])
-    ids, doc_ends = w["tokenizer"].encode_documents(documents, eot=w["eot"], dtype=w["dtype"])
+    documents, n_bytes, digest = read_documents(part, splitter=encoder.splitter, text_column=encoder.text_column,
+                                                errors=encoder.errors)
+    ids, doc_ends = encoder.tokenizer.encode_documents(documents, eot=encoder.eot, dtype=encoder.dtype)
     return ids, doc_ends, n_bytes, digest
 
 
@@ -546,8 +550,9 @@ def _parts_from(parts: Iterator[Part], first: int, writer, separators, text_colu
             progress.update(part.weight)
 
 
-def _encode_in_order(numbered: Iterator[tuple[int, Part]], workers: int, init_args: tuple):
-    """(index, part, _encode_part(part)) in order, by `workers` processes (see executor.map_in_order)."""
+def _encode_in_order(numbered: Iterator[tuple[int, Part]], workers: int, scheduler: str | None, args: tuple):
+    """(index, part, _encode_part(part)) in order, by `workers` processes or a Dask cluster (see
+    executor.map_in_order)."""
     taken: deque = deque()
 
     def parts():
@@ -555,7 +560,7 @@ def _encode_in_order(numbered: Iterator[tuple[int, Part]], workers: int, init_ar
             taken.append((index, part))
             yield part
 
-    for result in map_in_order(_encode_part, parts(), workers=workers, initializer=_init_worker, initargs=init_args):
+    for result in map_in_order(_encode_part, parts(), workers=workers, setup=_setup, args=args, scheduler=scheduler):
         index, part = taken.popleft()
         yield index, part, result
 
@@ -576,9 +581,13 @@ def verify(out_dir: str | Path) -> list[str]:
             problems.append(f"{shard['file']}: sha256 does not match the manifest")
     for before in manifest["inputs"]:  # inputs still where they were must be as they were read
         path = before["path"]
-        if before.get("mtime_ns") is None or not os.path.isfile(path):
+        if before.get("mtime_ns") is None or not (is_uri(path) or os.path.isfile(path)):
             continue
-        if _input_identity(path, path) != before:
+        try:
+            now = _input_identity(path, path)
+        except InputError:  # an object no longer there: the shards do not need it
+            continue
+        if now != before:
             problems.append(f"input {path} changed since these shards were written from it; encode again with --force")
     return problems
 

@@ -10,8 +10,9 @@ import numpy as np
 
 from .corpus import PART_BYTES, document_parts, input_bytes
 from .errors import BpecliError, InputError
-from .executor import progress_bar
-from .pretokenize import SAFE_CUT, count_pretokens, is_preset, resolve_pattern, sorted_distinct
+from .counting import PieceCounts, count_pretokens
+from .executor import parallelism, progress_bar
+from .pretokenize import SAFE_CUT, is_preset, resolve_pattern, sorted_distinct
 from .tokenizer import Tokenizer, check_special_tokens
 
 
@@ -39,6 +40,8 @@ _INVERTED = bytes(range(255, -1, -1))
 
 
 _MAX_VOCAB = 2**31 - 1
+# A training part of the corpus is at most this big: a worker holds its text, documents and counts.
+MAX_PART_BYTES = 64 << 20
 
 
 def merges_wanted(vocab_size: int, special_tokens: list[str]) -> int:
@@ -55,7 +58,7 @@ def merges_wanted(vocab_size: int, special_tokens: list[str]) -> int:
 
 
 def train_bpe(
-    counts: Mapping[str, int] | Mapping[bytes, int],
+    counts: PieceCounts | Mapping[str, int] | Mapping[bytes, int],
     *,
     vocab_size: int,
     special_tokens: list[str] = (),
@@ -64,19 +67,17 @@ def train_bpe(
 ) -> list[tuple[bytes, bytes]]:
     """The merges of a byte-level BPE trained on pre-token counts, best first.
 
-    vocab_size counts the 256 bytes, the merges and the special tokens. Ties go to the
+    counts: {piece: count} (pieces as str or bytes) or counting.PieceCounts. vocab_size counts the
+    256 bytes, the merges and the special tokens. Ties go to the
     lexicographically greatest pair of byte strings.
     Example: {"aaabdaaabac": 1} with vocab_size 259 -> [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")]
     """
     n_merges = merges_wanted(vocab_size, special_tokens)
     # 1. The word table: every distinct pre-token's bytes end to end in one array of symbols,
     #    linked within its word by next/prev positions, each position weighted by its word's count.
-    pieces = [p.encode("utf-8") if isinstance(p, str) else p for p in counts]
-    kept = [i for i, p in enumerate(pieces) if len(p) > 1]  # a single byte holds no pair
-    freqs = np.fromiter(counts.values(), dtype=np.int64, count=len(pieces))[kept]
-    lengths = np.fromiter((len(pieces[i]) for i in kept), dtype=np.int64, count=len(kept))
-    symbols = np.frombuffer(b"".join(pieces[i] for i in kept), dtype=np.uint8).astype(np.int32)
-    del pieces
+    if not isinstance(counts, PieceCounts):
+        counts = PieceCounts.of_mapping(counts)
+    symbols, lengths, freqs = _words(counts)
     weight = np.repeat(freqs, lengths)
     ends = np.cumsum(lengths)
     nxt = np.arange(1, len(symbols) + 1, dtype=np.int32)  # int32: half the memory of int64
@@ -139,6 +140,20 @@ def train_bpe(
         if progress is not None:
             progress.update(1)
     return merges
+
+
+def _words(counts: PieceCounts):
+    """(every piece of two or more bytes end to end as int32 symbols, each one's length, its count):
+    a single byte holds no pair."""
+    packed, packed_lengths = counts.packed_bytes()
+    long_ends = counts.long_ends
+    long_lengths = np.diff(np.concatenate(([0], long_ends)))
+    data = np.concatenate([packed, np.frombuffer(counts.long_bytes, dtype=np.uint8)])
+    lengths = np.concatenate([packed_lengths, long_lengths])
+    freqs = np.concatenate([counts.counts, counts.long_counts])
+    kept = lengths > 1
+    symbols = data[np.repeat(kept, lengths)].astype(np.int32)
+    return symbols, lengths[kept], freqs[kept]
 
 
 def _pair_keys(positions, symbols, nxt, base: int):
@@ -228,13 +243,15 @@ def train(
     special_tokens: list[str] = (),
     pattern: str = "gpt2",
     workers: int = 1,
+    scheduler: str | None = None,
     min_frequency: int = 0,
     errors: str = "strict",
     text_column: str = "text",
     progress=None,
 ) -> Tokenizer:
     """Train a byte-level BPE on the documents of inputs (text, JSONL, Parquet, compressed: see
-    corpus.document_parts; paths or (path, label) pairs): byte b has id b, merge i id 256 + i,
+    corpus.document_parts; paths, URIs or (path, label) pairs), counted by `workers` processes or
+    the workers of a Dask cluster (scheduler: see executor.map_in_order): byte b has id b, merge i id 256 + i,
     and the special tokens take the last ids in the order given. progress, if given, makes a bar
     for each stage: progress(description, total, unit) -> an object with update(n) and close().
 
@@ -250,12 +267,14 @@ def train(
     total_bytes = input_bytes(pairs)
     # parts of about a quarter of a worker's share: few counts to add up in this process, enough
     # parts to keep every worker busy (they need not be the same on every run, as shards' do)
-    part_bytes = max(PART_BYTES, total_bytes // (4 * max(1, workers)) + 1)
+    # (and at most MAX_PART_BYTES, which bounds a worker's memory)
+    share = total_bytes // (4 * parallelism(workers, scheduler)) + 1
+    part_bytes = min(max(PART_BYTES, share), MAX_PART_BYTES)
     parts = document_parts(pairs, separators=special_tokens, text_column=text_column, safe_cut=safe_cut,
                            part_bytes=part_bytes)
     with progress_bar(progress, "counting", total_bytes, "B") as bar:
         counts = count_pretokens(parts, pattern=pattern, special_tokens=special_tokens, text_column=text_column,
-                                 workers=workers, errors=errors, progress=bar)
+                                 workers=workers, scheduler=scheduler, errors=errors, progress=bar)
     if not counts:
         raise InputError(f"{', '.join(label for _, label in pairs)}: the corpus is empty (no text outside special tokens)")
     with progress_bar(progress, "merging", n_merges, "merge") as bar:

@@ -108,39 +108,3 @@ def test_long_texts_take_the_vectorised_path_and_agree(gpt2, tiktoken_gpt2, kern
     assert gpt2._bulk_split is not None
     assert gpt2.encode(text, allowed_special="all") == tiktoken_gpt2.encode(text, allowed_special="all")
     assert gpt2.encode_ordinary(text) == tiktoken_gpt2.encode_ordinary(text)
-
-
-def test_numbering_stays_exact_when_the_hash_collides(monkeypatch):
-    """number_pieces sorts a 64-bit hash of each piece; if two pieces share one, it falls back
-    to exact keys. Force that with a hash that is the same for everything."""
-    from bpecli import pretokenize
-
-    data = b"-------  -------- x'll 12 abcdefghijklmnopq abcdefghijklmnopq --------"
-    bounds = gpt2_piece_starts(data)
-    expected = pretokenize.number_pieces(data, bounds)
-    monkeypatch.setattr(pretokenize, "_mix", lambda x: x & 0)
-    names, codes = pretokenize.number_pieces(data, bounds)
-    pieces = [data[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-    assert [pretokenize.piece_of_name(names[c]) for c in codes] == pieces
-    assert len(names) == len(expected[0]) == len(set(pieces))
-
-
-@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
-def test_counting_pretokens_equals_the_regex(name, tmp_path, kernel_docs_sample):
-    """Training counts pre-tokens with the vectorised pre-tokenizer where there is one."""
-    from collections import Counter
-
-    from bpecli import corpus
-    from bpecli.pretokenize import count_pretokens
-
-    path = tmp_path / "corpus.txt"
-    text = kernel_docs_sample[:500_000] + " it'S  \r\n\t(x) 12345 字字 HTMLParser\n/x"
-    path.write_text(text, encoding="utf-8")
-    corpus.PART_BYTES, before = 1 << 16, corpus.PART_BYTES  # many parts
-    try:
-        parts = corpus.document_parts([(str(path), "corpus.txt")], separators=["<|endoftext|>"])
-        counts = count_pretokens(parts, pattern=PATTERNS[name], special_tokens=["<|endoftext|>"], workers=2)
-    finally:
-        corpus.PART_BYTES = before
-    expected = Counter(p.encode() for d in text.split("<|endoftext|>") for p in compiled(PATTERNS[name]).findall(d))
-    assert {k.encode() if isinstance(k, str) else k: v for k, v in counts.items()} == expected

@@ -1,0 +1,103 @@
+"""The Dask side of executor.map_in_order: the same items, run by the workers of a cluster.
+
+Imported only when a scheduler is given, so a local run never loads `distributed`. Each worker
+gets the run's setup once, as a worker plugin (workers that join later, or replace one that died,
+get it too); tasks carry only the function and a small item (an input and a range), and read
+their data themselves, so inputs must be reachable from the workers: a shared filesystem or an
+object store. A task lost with its worker is run again by Dask.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+
+from .errors import BpecliError
+
+try:
+    from distributed import Client, WorkerPlugin, get_worker
+except ImportError:  # the extra is not installed: said when a scheduler is asked for
+    Client = WorkerPlugin = get_worker = None
+
+_clients: dict[str, Client] = {}
+_connecting = threading.Lock()
+
+
+def connect(scheduler: str) -> Client:
+    """A client of the scheduler at an address (tcp://host:8786) or named by a scheduler file
+    (the JSON `dask scheduler --scheduler-file` writes); one per scheduler, for this process."""
+    if Client is None:
+        raise BpecliError("--scheduler needs Dask: pip install 'bpecli[dask]' (dask[distributed])")
+    with _connecting:
+        if scheduler not in _clients:
+            where = {"scheduler_file": scheduler} if os.path.isfile(scheduler) else {"address": scheduler}
+            logging.getLogger("distributed").setLevel(logging.ERROR)  # a lost worker is retried, not news
+            try:
+                # how long to try: Dask's own setting, distributed.comm.timeouts.connect (30 s)
+                _clients[scheduler] = Client(**where, set_as_default=False)
+            except (OSError, ValueError, TypeError) as e:
+                raise BpecliError(f"cannot reach the Dask scheduler {scheduler} ({e}); "
+                                  "check the address or scheduler file, and that the scheduler runs") from None
+        return _clients[scheduler]
+
+
+@atexit.register
+def disconnect() -> None:
+    """Close this process's clients (before their cluster goes away, or at exit)."""
+    while _clients:
+        _clients.popitem()[1].close()
+
+
+def map_in_order(function: Callable, items: Iterable, setup: Callable, args: tuple, scheduler: str) -> Iterator:
+    """See executor.map_in_order. At most 2 tasks per worker thread are in flight."""
+    client = connect(scheduler)
+    name = f"bpecli-{uuid.uuid4().hex}"
+    client.register_plugin(_Setup(setup, args), name=name)
+    in_flight = 2 * max(1, sum(client.nthreads().values()))
+    pending: deque = deque()
+    try:
+        for item in items:
+            pending.append(client.submit(_run, name, function, item, pure=False))
+            if len(pending) >= in_flight:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+        try:
+            client.unregister_worker_plugin(name)
+        except Exception:  # the cluster is going away: nothing of ours is left to remove
+            pass
+
+
+class _Setup(WorkerPlugin or object):
+    """setup(*args) for each worker, made at its first task (not in the worker's event loop)."""
+
+    def __init__(self, setup: Callable, args: tuple):
+        self.setup_function, self.args = setup, args
+        self._state, self._made = None, False
+
+    def __getstate__(self):
+        return {"setup_function": self.setup_function, "args": self.args}
+
+    def __setstate__(self, state):
+        self.__init__(state["setup_function"], state["args"])
+
+    def state(self):
+        with _making:
+            if not self._made:
+                self._state, self._made = self.setup_function(*self.args), True
+            return self._state
+
+
+_making = threading.Lock()
+
+
+def _run(name: str, function: Callable, item):
+    return function(get_worker().plugins[name].state(), item)

@@ -1,0 +1,208 @@
+"""Pre-token counting for training: parts -> counts as arrays, merged as a tree.
+
+Counts never become a Python object per distinct pre-token while they are counted, sent between
+processes or added up: pieces of up to 15 bytes are two uint64 each (pretokenize.pack_spans:
+bytes 0-7 in `low`, bytes 8-14 and the length in `high`), longer ones one byte buffer with the
+end of each piece. That keeps a worker's result a few arrays however many distinct pieces it saw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from .corpus import Part, read_documents
+from .executor import map_in_order
+from .pretokenize import (
+    compiled, document_batches, group, pack_pieces, piece_hash, special_splitter, uncovered_error, vectorised_splitter,
+)
+
+LENGTH_SHIFT = np.uint64(56)  # a packed piece's length sits in the top byte of `high`
+
+
+@dataclass(frozen=True)
+class PieceCounts:
+    """How often each distinct pre-token occurs: packed pieces (low, high, counts) and long
+    pieces (long_bytes cut at long_ends, long_counts). Each piece appears once."""
+
+    low: np.ndarray
+    high: np.ndarray
+    counts: np.ndarray
+    long_bytes: bytes
+    long_ends: np.ndarray
+    long_counts: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.counts) + len(self.long_counts)
+
+    def total(self) -> int:
+        return int(self.counts.sum()) + int(self.long_counts.sum())
+
+    def packed_bytes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the bytes of every packed piece end to end, their lengths), in order."""
+        lengths = (self.high >> LENGTH_SHIFT).astype(np.int64)
+        rows = np.stack([self.low, self.high & ~(np.uint64(0xFF) << LENGTH_SHIFT)], axis=1).astype("<u8")
+        rows = rows.view(np.uint8).reshape(-1, 16)
+        return rows[np.arange(16) < lengths[:, None]], lengths
+
+    def long_pieces(self) -> list[bytes]:
+        starts = np.concatenate(([0], self.long_ends[:-1])).tolist()
+        return [self.long_bytes[a:b] for a, b in zip(starts, self.long_ends.tolist())]
+
+    def to_dict(self) -> dict[bytes, int]:
+        """{piece: count}: for tests and small corpora (a Python object per piece)."""
+        data, lengths = self.packed_bytes()
+        data, ends = data.tobytes(), np.cumsum(lengths).tolist()
+        pieces = [data[a:b] for a, b in zip([0, *ends[:-1]], ends)] + self.long_pieces()
+        return dict(zip(pieces, self.counts.tolist() + self.long_counts.tolist()))
+
+    @staticmethod
+    def of_spans(data: bytes, bounds, weights=None) -> PieceCounts:
+        """The counts of the pieces data[bounds[i]:bounds[i + 1]], each counted weights[i] times
+        (once if no weights)."""
+        codes, low, high, _, long_pieces = pack_pieces(data, bounds)
+        n = np.bincount(codes, weights=weights, minlength=len(low) + len(long_pieces)).astype(np.int64)
+        return PieceCounts(low, high, n[: len(low)], *_long(long_pieces, n[len(low):]))
+
+    @staticmethod
+    def of_mapping(counts: Mapping[str, int] | Mapping[bytes, int]) -> PieceCounts:
+        """From {piece: count} (pieces as str or bytes)."""
+        pieces = [p.encode("utf-8") if isinstance(p, str) else p for p in counts]
+        if not pieces:
+            return EMPTY
+        sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        weights = np.fromiter(counts.values(), dtype=np.float64, count=len(pieces))
+        return PieceCounts.of_spans(b"".join(pieces), np.concatenate(([0], np.cumsum(sizes))), weights)
+
+
+EMPTY = PieceCounts(np.zeros(0, np.uint64), np.zeros(0, np.uint64), np.zeros(0, np.int64), b"",
+                    np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+def _long(pieces: list[bytes], counts) -> tuple[bytes, np.ndarray, np.ndarray]:
+    ends = np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)))
+    return b"".join(pieces), ends, np.asarray(counts, dtype=np.int64)
+
+
+def merge(a: PieceCounts, b: PieceCounts) -> PieceCounts:
+    """The counts of both: equal pieces' counts added (by numpy for packed pieces)."""
+    if not len(a):
+        return b
+    if not len(b):
+        return a
+    low, high = np.concatenate([a.low, b.low]), np.concatenate([a.high, b.high])
+    first, groups = _distinct(low, high)
+    counts = np.bincount(groups, weights=np.concatenate([a.counts, b.counts]), minlength=len(first)).astype(np.int64)
+    summed: dict[bytes, int] = {}  # long pieces are few: a dict adds them
+    for piece, n in zip(a.long_pieces() + b.long_pieces(), a.long_counts.tolist() + b.long_counts.tolist()):
+        summed[piece] = summed.get(piece, 0) + n
+    return PieceCounts(low[first], high[first], counts, *_long(list(summed), list(summed.values())))
+
+
+def _distinct(low, high):
+    """(an index of each distinct (low, high), the group of every one), exactly."""
+    first, groups = group(piece_hash(low, high))
+    if (low[first][groups] == low).all() and (high[first][groups] == high).all():
+        return first, groups
+    _, first, groups = np.unique(np.stack([low, high], axis=1), axis=0, return_index=True, return_inverse=True)
+    return first, groups.ravel()
+
+
+class TreeSum:
+    """Adds PieceCounts as they come, as a binary tree: each is merged with one of its own size,
+    so every count is copied about log2(parts) times, not once per part."""
+
+    def __init__(self):
+        self.levels: list[PieceCounts | None] = []
+
+    def add(self, counts: PieceCounts) -> None:
+        for level in range(len(self.levels) + 1):
+            if level == len(self.levels):
+                self.levels.append(None)
+            if self.levels[level] is None:
+                self.levels[level] = counts
+                return
+            counts, self.levels[level] = merge(self.levels[level], counts), None
+
+    def result(self) -> PieceCounts:
+        total = EMPTY
+        for counts in self.levels:
+            if counts is not None:
+                total = merge(total, counts)
+        return total
+
+
+# ---- counting parts in workers ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Counter:
+    """What each worker needs to count a part: made once per worker (see executor.map_in_order)."""
+
+    pattern: str
+    split: object  # the vectorised splitter, or None for the regex
+    splitter: object  # the special-token splitter
+    text_column: str
+    errors: str
+
+
+def _setup(pattern: str, special_tokens: list[str], text_column: str, errors: str) -> _Counter:
+    return _Counter(pattern, vectorised_splitter(pattern), special_splitter(special_tokens), text_column, errors)
+
+
+def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
+    """(the pre-token counts of a part, its weight for progress)."""
+    documents, _, _ = read_documents(part, splitter=counter.splitter, text_column=counter.text_column,
+                                     errors=counter.errors, checksum=False)
+    if counter.split is not None:
+        return count_pieces([d.encode("utf-8") for d in documents], counter.split), part.weight
+    findall = compiled(counter.pattern).findall
+    total = TreeSum()
+    for batch in document_batches(documents, 1 << 20):
+        pieces = []
+        for document in batch:
+            found = findall(document)
+            if sum(map(len, found)) != len(document):
+                raise uncovered_error(counter.pattern, document)
+            pieces += found
+        encoded = [p.encode("utf-8") for p in pieces]
+        sizes = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        total.add(PieceCounts.of_spans(b"".join(encoded), np.concatenate(([0], np.cumsum(sizes)))))
+    return total.result(), part.weight
+
+
+def count_pieces(documents: list[bytes], split) -> PieceCounts:
+    """Pre-token counts by a vectorised pre-tokenizer (split: e.g. pretokenize.gpt2_piece_starts)."""
+    total = TreeSum()
+    for batch in document_batches(documents, 1 << 20):  # 1 MB: small arrays, small worker peaks
+        data = b"".join(batch)
+        sizes = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
+        total.add(PieceCounts.of_spans(data, split(data, np.cumsum(sizes) - sizes)))
+    return total.result()
+
+
+def count_pretokens(
+    parts: Iterable[Part],
+    *,
+    pattern: str,
+    special_tokens: list[str],
+    text_column: str = "text",
+    workers: int = 1,
+    scheduler: str | None = None,
+    errors: str = "strict",
+    progress=None,
+) -> PieceCounts:
+    """Pre-token frequencies over the documents of all parts, counted by `workers` processes
+    (or a Dask cluster's, given its scheduler).
+
+    Example: one part "low low<|endoftext|>lower" -> {b"low": 1, b" low": 1, b"lower": 1} (to_dict)
+    """
+    total = TreeSum()
+    args = (pattern, special_tokens, text_column, errors)
+    for counts, weight in map_in_order(_count_part, parts, workers=workers, setup=_setup, args=args, scheduler=scheduler):
+        total.add(counts)
+        if progress is not None:
+            progress.update(weight)
+    return total.result()
+

@@ -1,0 +1,75 @@
+"""Pre-token counts as arrays: counted by workers, merged as a tree, equal to the regex's counts."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from bpecli import corpus, counting
+from bpecli.counting import PieceCounts, TreeSum, count_pretokens, merge
+from bpecli.pretokenize import PATTERNS, compiled, gpt2_piece_starts
+
+PIECES = [b"a", b" b", b"", b"x" * 15, b"y" * 16, "字字".encode(), b"\x00\xff" * 20]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+def test_counting_pretokens_equals_the_regex(name, tmp_path, kernel_docs_sample, monkeypatch):
+    """Training counts pre-tokens with the vectorised pre-tokenizer where there is one."""
+    path = tmp_path / "corpus.txt"
+    text = kernel_docs_sample[:500_000] + " it'S  \r\n\t(x) 12345 字字 HTMLParser\n/x" + " " * 40 + "y" * 70
+    path.write_text(text, encoding="utf-8")
+    monkeypatch.setattr(corpus, "PART_BYTES", 1 << 16)  # many parts
+    parts = corpus.document_parts([(str(path), "corpus.txt")], separators=["<|endoftext|>"])
+    counts = count_pretokens(parts, pattern=PATTERNS[name], special_tokens=["<|endoftext|>"], workers=2)
+    expected = Counter(p.encode() for d in text.split("<|endoftext|>") for p in compiled(PATTERNS[name]).findall(d))
+    assert counts.to_dict() == expected
+
+
+def test_a_custom_pattern_counts_through_the_regex(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text("ab ab  cd\nab", encoding="utf-8")
+    parts = corpus.document_parts([(str(path), "corpus.txt")], separators=[])
+    counts = count_pretokens(parts, pattern=r"\s+|\S+", special_tokens=[], workers=1)
+    assert counts.to_dict() == {b"ab": 3, b" ": 1, b"  ": 1, b"cd": 1, b"\n": 1}
+
+
+def test_counts_round_trip_through_a_mapping_long_pieces_included():
+    mapping = {p: i + 1 for i, p in enumerate(PIECES) if p}
+    counts = PieceCounts.of_mapping(mapping)
+    assert counts.to_dict() == mapping
+    assert len(counts) == len(mapping) and counts.total() == sum(mapping.values())
+    assert len(counts.long_counts) == 2  # the pieces over 15 bytes travel as one buffer
+
+
+def test_merging_adds_equal_pieces_and_keeps_the_rest():
+    a = PieceCounts.of_mapping({b"a": 1, b"y" * 16: 2, b"b": 5})
+    b = PieceCounts.of_mapping({b"a": 3, b"y" * 16: 4, b"c": 1})
+    assert merge(a, b).to_dict() == {b"a": 4, b"b": 5, b"c": 1, b"y" * 16: 6}
+
+
+def test_the_tree_sum_equals_a_counter_over_many_parts():
+    rng = np.random.default_rng(0)
+    words = [bytes(rng.integers(97, 100, rng.integers(1, 20))) for _ in range(3000)]
+    expected: Counter = Counter()
+    tree = TreeSum()
+    for start in range(0, 3000, 170):
+        chunk = Counter(words[start : start + 400])
+        expected.update(chunk)
+        tree.add(PieceCounts.of_mapping(chunk))
+    assert tree.result().to_dict() == expected
+    assert sum(level is not None for level in tree.levels) <= 5  # a tree, not a list of 18 parts
+
+
+def test_merging_stays_exact_when_the_hash_collides(monkeypatch):
+    """Pieces are grouped by a 64-bit hash; if two pieces share one, exact keys settle it. Force
+    that with a hash that is the same for everything."""
+    data = b"-------  -------- x'll 12 abcdefghijklmnopq abcdefghijklmnopq --------"
+    bounds = gpt2_piece_starts(data)
+    pieces = [data[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    monkeypatch.setattr(counting, "piece_hash", lambda low, high: low & 0)
+    from bpecli import pretokenize
+
+    monkeypatch.setattr(pretokenize, "_mix", lambda x: x & 0)
+    once = PieceCounts.of_spans(data, bounds)
+    assert once.to_dict() == Counter(pieces)
+    assert merge(once, once).to_dict() == {p: 2 * n for p, n in Counter(pieces).items()}
