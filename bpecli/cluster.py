@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
 from .errors import BpecliError
+from .executor import keep_freed_memory
 
 try:
     from distributed import Client, WorkerPlugin, get_worker
@@ -92,6 +93,7 @@ class _Setup(WorkerPlugin or object):
     def state(self):
         with _making:
             if not self._made:
+                keep_freed_memory()  # as a local worker does: a dask worker's process is ours to tune too
                 self._state, self._made = self.setup_function(*self.args), True
             return self._state
 

@@ -7,9 +7,13 @@
     python tests/benchmarks.py count  [--repeat 3] [--corpus FILE]   # pre-token counting, 2 workers vs 1
     python tests/benchmarks.py startup [--repeat 5]                  # `echo ... | bpecli encode` wall time
     python tests/benchmarks.py pathological [--repeat 3]             # 'a' * 20 MB and 20 MB without spaces, vs tiktoken
+    python tests/benchmarks.py dask [--repeat 3] [--corpus FILE]     # counting and shards: a 2-worker LocalCluster vs the local pool
+    python tests/benchmarks.py memory [--repeat 1] [--corpus FILE|120mb|largest] [--vocab 32000]
+                                                                     # training time and peak memory vs rustbpe
 
-Each job runs in a fresh process (so peak memory is its own), several times; the median wall time
-and the ratio bpecli / peer are printed. The default corpus is ../shared/corpora/kernel-docs.txt.gz,
+Each job runs in a fresh process, several times; the median wall time, the ratio bpecli / peer,
+and the peak memory summed over the job's processes (its RSS and its workers', sampled every
+20 ms; shared pages count once per process, so forked workers are over-counted) are printed. The default corpus is ../shared/corpora/kernel-docs.txt.gz,
 unpacked once into the system's temporary folder.
 """
 
@@ -24,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -121,7 +126,8 @@ def cl100k_file() -> str:
 COUNT_JOBS = {  # pre-tokenization and counting alone, to see it scale with workers
     f"bpecli-{workers}-worker": f"""
 from bpecli.corpus import document_parts
-from bpecli.pretokenize import PATTERNS, count_pretokens
+from bpecli.counting import count_pretokens
+from bpecli.pretokenize import PATTERNS
 t = time.perf_counter()
 parts = document_parts([(CORPUS, CORPUS)], separators=[SPECIAL])
 count_pretokens(parts, pattern=PATTERNS["gpt2"], special_tokens=[SPECIAL], workers={workers})
@@ -145,7 +151,83 @@ t = time.perf_counter(); subprocess.run([sys.executable, "-c", "pass"], check=Tr
 }
 
 
+DASK_CLUSTER = """
+from distributed import LocalCluster
+cluster = LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None)
+cluster.get_client().run(lambda: __import__("bpecli.shards"))  # workers import bpecli before the clock starts
+SCHEDULER = cluster.scheduler_address
+"""
+
+DASK_JOBS = {  # the same work on the local pool and on a LocalCluster of 2 worker processes
+    "count-dask": DASK_CLUSTER + COUNT_JOBS["bpecli-2-worker"].replace("workers=2", "scheduler=SCHEDULER"),
+    "count-local": COUNT_JOBS["bpecli-2-worker"],
+    "shards-dask": DASK_CLUSTER + SHARD_JOB.format(workers="2, scheduler=SCHEDULER"),
+    "shards-local": SHARD_JOB.format(workers=2),
+}
+
+MEMORY_JOBS = {
+    "bpecli": """
+from bpecli import train
+t = time.perf_counter()
+train([CORPUS], vocab_size=VOCAB, special_tokens=[SPECIAL], workers=2).save(OUT)
+took = time.perf_counter() - t
+""",
+    "rustbpe": """
+import rustbpe
+from bpecli import PATTERNS
+
+def documents():  # streamed, as a careful user of train_from_iterator would
+    carry = ""
+    with open(CORPUS, encoding="utf-8") as f:
+        while block := f.read(1 << 24):
+            *whole, carry = (carry + block).split(SPECIAL)
+            yield from (d for d in whole if d)
+    if carry:
+        yield carry
+
+t = time.perf_counter()
+rustbpe.Tokenizer().train_from_iterator(documents(), vocab_size=VOCAB, pattern=PATTERNS["gpt2"])
+took = time.perf_counter() - t
+""",
+}
+
+
+def assembled_corpus(size: str) -> str:
+    """Real text beyond the benchmark corpus: the kernel docs, then the distinct Python source
+    files of this machine's Python and its packages, documents separated by SPECIAL; "120mb" stops
+    at about 120 MB, "largest" takes them all."""
+    folder = Path(tempfile.gettempdir()) / "bpecli-bench"
+    target = folder / f"assembled-{size}.txt"
+    if target.exists():
+        return str(target)
+    import hashlib
+    import sysconfig
+
+    limit = 120_000_000 if size == "120mb" else None
+    seen, written = set(), 0
+    roots = sorted({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"]})
+    with open(target, "wb") as out:
+        written += out.write(Path(corpus_path(None)).read_bytes())
+        for root in roots:
+            for path in sorted(Path(root).rglob("*.py")):
+                try:
+                    data = path.read_bytes()
+                    data.decode("utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue
+                digest = hashlib.sha256(data).digest()
+                if len(data) < 1024 or digest in seen or SPECIAL.encode() in data:
+                    continue
+                seen.add(digest)
+                written += out.write(SPECIAL.encode() + data)
+                if limit and written >= limit:
+                    return str(target)
+    return str(target)
+
+
 def corpus_path(given: str | None) -> str:
+    if given in ("120mb", "largest"):
+        return assembled_corpus(given)
     if given:
         return given
     target = Path(tempfile.gettempdir()) / "bpecli-bench" / "kernel-docs.txt"
@@ -180,13 +262,38 @@ def run_job(code: str, values: dict) -> dict:
     )
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", prelude + code + epilogue], stdout=subprocess.PIPE, text=True)
+    peak = [0]
+    sampler = threading.Thread(target=_sample_memory, args=(proc, peak), daemon=True)
+    sampler.start()
     out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc.wait()
+    sampler.join()
     wall = time.perf_counter() - start
-    if status != 0:
-        raise SystemExit(f"benchmark job failed with status {status}")
+    if proc.returncode != 0:
+        raise SystemExit(f"benchmark job failed with status {proc.returncode}")
     result = json.loads(out) if out.strip() else {}
-    return {"seconds": result.get("took", wall), "peak_mib": usage.ru_maxrss / 1024, **result}
+    return {"seconds": result.get("took", wall), "peak_mib": peak[0] / 2**20, **result}
+
+
+def _sample_memory(proc: subprocess.Popen, peak: list) -> None:
+    """The largest sum of RSS over proc and its descendants, every 20 ms until it ends."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    while proc.poll() is None:
+        parents, rss = {}, {}
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(pid)], rss[int(pid)] = int(fields[1]), int(fields[21]) * page
+        tree, grew = {proc.pid}, True
+        while grew:
+            more = {pid for pid, parent in parents.items() if parent in tree} - tree
+            tree |= more
+            grew = bool(more)
+        peak[0] = max(peak[0], sum(rss.get(pid, 0) for pid in tree))
+        time.sleep(0.02)
 
 
 def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
@@ -213,9 +320,11 @@ def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["train", "encode", "shards", "shards-cl100k", "count", "startup", "pathological"])
+    parser.add_argument("what", choices=["train", "encode", "shards", "shards-cl100k", "count", "startup", "pathological",
+                                         "dask", "memory"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--corpus")
+    parser.add_argument("--vocab", type=int, default=32000)
     args = parser.parse_args()
     if args.what == "pathological":
         gpt2_vocab = str(SHARED / "fixtures" / "cs336" / "gpt2_vocab.json")
@@ -226,10 +335,14 @@ def main() -> None:
     corpus = corpus_path(args.corpus)
     gpt2_vocab = str(SHARED / "fixtures" / "cs336" / "gpt2_vocab.json")
     values = {"CORPUS": corpus, "SPECIAL": SPECIAL, "GPT2_VOCAB": gpt2_vocab,
-              "TOKENIZER": cl100k_file() if args.what == "shards-cl100k" else gpt2_vocab}
+              "TOKENIZER": cl100k_file() if args.what == "shards-cl100k" else gpt2_vocab, "VOCAB": args.vocab}
     print(f"corpus {corpus} ({os.path.getsize(corpus) / 1e6:.1f} MB), {args.repeat} runs each, {os.cpu_count()} cores")
+    if args.what == "dask":
+        for name in ("count", "shards"):
+            compare({k: v for k, v in DASK_JOBS.items() if k.startswith(name)}, values, args.repeat, os.path.getsize(corpus))
+        return
     jobs = {"train": TRAIN_JOBS, "encode": ENCODE_JOBS, "shards": SHARD_JOBS, "shards-cl100k": SHARD_JOBS,
-            "count": COUNT_JOBS, "startup": STARTUP_JOB}[args.what]
+            "count": COUNT_JOBS, "startup": STARTUP_JOB, "memory": MEMORY_JOBS}[args.what]
     compare(jobs, values, args.repeat, os.path.getsize(corpus))
 
 
