@@ -269,6 +269,7 @@ def train(
 class ShardFormat(str, Enum):
     npy = "npy"
     llmc = "llmc"
+    nanogpt = "nanogpt"
 
 
 class Dtype(str, Enum):
@@ -291,7 +292,9 @@ def encode(
     eot: Annotated[Optional[str], typer.Option(help="Token written after every document: a special token, an id, or none. [default: <|endoftext|> if the tokenizer has it]")] = None,
     text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
     dtype: Annotated[Dtype, typer.Option(help="Shard dtype: auto is uint16 when every id fits, else uint32.")] = Dtype.auto,
-    shard_format: Annotated[ShardFormat, typer.Option(help="npy: .npy files; llmc: llm.c's .bin (256 int32 header: magic, version, token count).")] = ShardFormat.npy,
+    shard_format: Annotated[ShardFormat, typer.Option(help="npy: .npy files; llmc: llm.c's .bin (256 int32 header: magic, version, token count); nanogpt: one raw train.bin (and val.bin).")] = ShardFormat.npy,
+    bos: Annotated[Optional[str], typer.Option(help="Token written before every document: a special token or an id. [default: none]")] = None,
+    val_fraction: Annotated[Optional[float], typer.Option(help="Put about this fraction of the documents (chosen by a hash of each one's text) into val_* shards, the rest into train_*.")] = None,
     errors: Annotated[Errors, typer.Option(help="Invalid UTF-8 input: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
     force: Annotated[bool, typer.Option("--force", help="Rebuild --out even if it holds a finished or other run.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary.")] = False,
@@ -306,8 +309,8 @@ def encode(
     keep_freed_memory()  # the command owns its process, as the workers own theirs
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if out is not None:
-        return _encode_to_shards(tok, inputs or ["-"], out, shard_tokens, workers, scheduler, eot, text_column, dtype,
-                                 errors, force, quiet, as_json, shard_format)
+        return _encode_to_shards(tok, inputs or ["-"], out, shard_tokens, workers, scheduler, eot, bos, val_fraction,
+                                 text_column, dtype, errors, force, quiet, as_json, shard_format)
     from .corpus import ERRORS_HINT, read_text
 
     allow_special = special is Special.all
@@ -323,16 +326,17 @@ def encode(
     stdout.flush()
 
 
-def _encode_to_shards(tok, inputs, out, shard_tokens, workers, scheduler, eot, text_column, dtype, errors, force, quiet,
-                      as_json, shard_format) -> None:
+def _encode_to_shards(tok, inputs, out, shard_tokens, workers, scheduler, eot, bos, val_fraction, text_column, dtype,
+                      errors, force, quiet, as_json, shard_format) -> None:
     from .corpus import streams_spooled
-    from .shards import resolve_eot, write_shards
+    from .shards import resolve_eot, resolve_token, write_shards
 
-    eot_id = resolve_eot(tok, eot)
+    eot_id, bos_id = resolve_eot(tok, eot), resolve_token(tok, bos, "--bos")
     with streams_spooled(inputs) as pairs:
         run = write_shards(
             tok, pairs, out, shard_tokens=shard_tokens, workers=workers, scheduler=scheduler, eot=eot_id, text_column=text_column,
-            dtype=dtype.value, errors=errors.value, force=force, shard_format=shard_format.value, progress=_progress(quiet),
+            dtype=dtype.value, errors=errors.value, force=force, shard_format=shard_format.value, bos=bos_id,
+            val_fraction=val_fraction, progress=_progress(quiet),
         )
     m = run.manifest
     if as_json:
@@ -340,6 +344,7 @@ def _encode_to_shards(tok, inputs, out, shard_tokens, workers, scheduler, eot, t
             "out": str(out), "status": run.status, "total_tokens": m["total_tokens"], "total_documents": m["total_documents"],
             "shards": len(m["shards"]), "dtype": m["dtype"], "kept_shards": run.kept_shards, "seconds": round(run.seconds, 3),
             "bytes_read": run.n_bytes, "mb_per_s": round(run.n_bytes / 1e6 / max(run.seconds, 1e-9), 2),
+            **({"splits": m["splits"]} if "splits" in m else {}),
         })
     if quiet:
         return
@@ -347,6 +352,9 @@ def _encode_to_shards(tok, inputs, out, shard_tokens, workers, scheduler, eot, t
         typer.echo(f"{out} is complete already ({m['total_tokens']:,} tokens in {len(m['shards'])} shards); --force rebuilds it", err=True)
         return
     resumed = f", {run.kept_shards} kept from an interrupted run" if run.kept_shards else ""
+    if "splits" in m:
+        resumed += "; " + ", ".join(f"{name} {split['tokens']:,} tokens ({split['documents']:,} documents)"
+                                    for name, split in m["splits"].items())
     typer.echo(
         f"wrote {m['total_tokens']:,} tokens ({m['total_documents']:,} documents, {m['dtype']}) in "
         f"{len(m['shards'])} shards to {out}{resumed}; {run.n_bytes / 1e6 / max(run.seconds, 1e-9):.1f} MB/s",
@@ -516,9 +524,12 @@ def _inspect_shards(folder: Path, verify: bool, as_json: bool) -> None:
             raise BpecliError(f"{folder}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
     if as_json:
         return _print_json(info)
+    from .shards import UNBOUNDED
+
     console = _console()
     console.print(f"[bold]{info['total_tokens']:,}[/] tokens, [bold]{info['total_documents']:,}[/] documents, "
-                  f"{info['dtype']}, {len(info['shards'])} shards of up to {info['shard_tokens']:,} tokens")
+                  f"{info['dtype']}, {len(info['shards'])} shards"
+                  + (f" of up to {info['shard_tokens']:,} tokens" if info["shard_tokens"] < UNBOUNDED else ", one per split"))
     rows = [(s["file"], f"{s['tokens']:,}", f"{s['documents']:,}", s["sha256"][:16]) for s in info["shards"]]
     console.print(_table(["file", ">tokens", ">documents", "sha256"], rows))
     console.print("[bold]most frequent ids[/] " + "  ".join(f"{t['id']}×{t['count']:,}" for t in info["most_frequent"]), overflow="fold")

@@ -1,10 +1,13 @@
-"""Documents -> token ids -> shards (.npy, or llm.c's .bin) and manifest.json, atomically and
-resumably; verify them.
+"""Documents -> token ids -> shards (.npy, llm.c's .bin or nanoGPT's raw .bin) and manifest.json,
+atomically and resumably; verify them.
 
 A shard folder holds shard_00000.npy, shard_00001.npy, ... (every one exactly shard_tokens long
-but the last) and, once everything is written, manifest.json. While a run is under way a journal
-(.bpecli-progress.json) lists the finished shards with their checksums and where in the inputs
-each one ends, so that a rerun of the same command keeps them and carries on from there.
+but the last), each with its document index (shard_00000.idx: where each document starts in
+it; a .npy file by another name) and, once everything is written, manifest.json. With a validation split the shards are
+train_00000.npy, ... and val_00000.npy, ...; nanoGPT's format is one train.bin (and val.bin).
+While a run is under way a journal (.bpecli-progress.json) lists the finished shards with their
+checksums and where in the inputs each one ends, so that a rerun of the same command keeps them
+and carries on from there.
 """
 
 from __future__ import annotations
@@ -37,17 +40,50 @@ DEFAULT_EOT = "<|endoftext|>"
 
 # Shard files: standard .npy, or llm.c's .bin (a header of 256 int32: magic, version, token count;
 # then the tokens), whose magic and version say the token dtype.
-SHARD_SUFFIX = {"npy": ".npy", "llmc": ".bin"}
+# nanoGPT's train.bin / val.bin are the tokens alone, one file per split.
+SHARD_SUFFIX = {"npy": ".npy", "llmc": ".bin", "nanogpt": ".bin"}
 LLMC_HEADER_INTS = 256
 LLMC_MAGIC = {"uint16": (20240520, 1), "uint32": (20240801, 7)}  # dtype -> (magic, version)
+UNBOUNDED = 2**62  # shard_tokens of a format with one file per split
+# A shard's document index: int64 positions where its documents start, in .npy format (np.load
+# reads it) but not named .npy, so that a loader's glob("shard_*.npy") finds only shards.
+INDEX_SUFFIX = ".idx"
 
 
-def shard_name(index: int, shard_format: str = "npy") -> str:
-    return f"shard_{index:05d}{SHARD_SUFFIX[shard_format]}"
+def shard_name(index: int, shard_format: str = "npy", split: str = "shard") -> str:
+    if shard_format == "nanogpt":
+        return f"{split}.bin"
+    return f"{split}_{index:05d}{SHARD_SUFFIX[shard_format]}"
+
+
+def index_name(shard: str) -> str:
+    """The document index beside a shard. Example: "shard_00000.npy" -> "shard_00000.idx"
+    """
+    return shard.rsplit(".", 1)[0] + INDEX_SUFFIX
+
+
+def splits_of(val_fraction: float | None, shard_format: str = "npy") -> list[str]:
+    """The streams of shards a run writes: "shard" alone, or "train" and "val"."""
+    if val_fraction:
+        return ["train", "val"]
+    return ["train"] if shard_format == "nanogpt" else ["shard"]
+
+
+def in_validation(documents: list[str], fraction: float) -> np.ndarray:
+    """Which documents go to the validation split: those whose 64-bit BLAKE2b hash falls in the
+    lowest `fraction` of the range. It depends on a document's text alone, never on where it is
+    read or by which worker, and repeated documents land on the same side."""
+    limit = int(fraction * 2**64)
+    return np.fromiter(
+        (int.from_bytes(hashlib.blake2b(d.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little") < limit
+         for d in documents),
+        dtype=bool, count=len(documents))
 
 
 def _header(shard_format: str, dtype: str, length: int) -> bytes:
     """The bytes before a shard's tokens."""
+    if shard_format == "nanogpt":
+        return b""
     if shard_format == "llmc":
         header = np.zeros(LLMC_HEADER_INTS, dtype="<i4")
         header[:3] = (*LLMC_MAGIC[dtype], length)
@@ -56,7 +92,8 @@ def _header(shard_format: str, dtype: str, length: int) -> bytes:
 
 
 def read_shard(path: str | Path) -> np.ndarray:
-    """The tokens of a shard file (.npy, or llm.c's .bin), memory-mapped."""
+    """The tokens of a shard file (.npy, llm.c's .bin, or nanoGPT's raw .bin listed in the
+    manifest.json beside it, which says its dtype), memory-mapped."""
     path = Path(path)
     try:
         if path.suffix == ".bin":
@@ -64,7 +101,11 @@ def read_shard(path: str | Path) -> np.ndarray:
             dtype = next((d for d, (magic, version) in LLMC_MAGIC.items()
                           if len(header) == LLMC_HEADER_INTS and (header[0], header[1]) == (magic, version)), None)
             if dtype is None:
-                raise ValueError("no llm.c header (magic 20240520 version 1, or 20240801 version 7)")
+                raw_dtype = _nanogpt_dtype(path)
+                if raw_dtype is None:
+                    raise ValueError("no llm.c header (magic 20240520 version 1, or 20240801 version 7), and no "
+                                     "manifest.json beside it that lists it as a nanoGPT .bin")
+                return np.memmap(path, dtype=np.dtype(raw_dtype).newbyteorder("<"), mode="r")
             return np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r", offset=4 * LLMC_HEADER_INTS,
                              shape=(int(header[2]),))
         array = np.load(path, mmap_mode="r")
@@ -73,6 +114,21 @@ def read_shard(path: str | Path) -> np.ndarray:
     if array.ndim != 1 or array.dtype.kind not in "iu":
         raise InputError(f"{path}: expected a 1-d integer array, found {array.dtype} of shape {array.shape}")
     return array
+
+
+def _nanogpt_dtype(path: Path) -> str | None:
+    """The dtype of a raw nanoGPT .bin, from the manifest of its folder (None if it lists no such file)."""
+    manifest_path = path.parent / MANIFEST
+    if not manifest_path.is_file():
+        return None
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        listed = any(shard.get("file") == path.name for shard in manifest["shards"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if manifest.get("shard_format") == "nanogpt" and listed and manifest.get("dtype") in ("uint16", "uint32"):
+        return manifest["dtype"]
+    return None
 
 
 @dataclass(frozen=True)
@@ -95,14 +151,20 @@ def resolve_eot(tokenizer: Tokenizer, eot: str | None) -> int | None:
     """
     if eot is None:
         return tokenizer.special_tokens.get(DEFAULT_EOT)
-    if eot == "none":
+    return resolve_token(tokenizer, eot, "--eot")
+
+
+def resolve_token(tokenizer: Tokenizer, token: str | None, option: str = "--bos") -> int | None:
+    """The id of a token written around every document: None or "none" is nothing; else a
+    special token or an id of the tokenizer."""
+    if token is None or token == "none":
         return None
-    if eot in tokenizer.special_tokens:
-        return tokenizer.special_tokens[eot]
-    if eot.isdigit() and int(eot) in tokenizer.decoder:
-        return int(eot)
+    if token in tokenizer.special_tokens:
+        return tokenizer.special_tokens[token]
+    if token.isdigit() and int(token) in tokenizer.decoder:
+        return int(token)
     known = ", ".join(tokenizer.special_tokens) or "none"
-    raise BpecliError(f"--eot {eot!r} is neither a special token of this tokenizer ({known}) nor an id in it")
+    raise BpecliError(f"{option} {token!r} is neither a special token of this tokenizer ({known}) nor an id in it")
 
 
 def document_separators(tokenizer: Tokenizer) -> list[str]:
@@ -140,20 +202,27 @@ def write_shards(
     errors: str = "strict",
     force: bool = False,
     shard_format: str = "npy",
+    bos: int | None = None,
+    val_fraction: float | None = None,
     progress=None,
 ) -> ShardRun:
     """Encode the documents of inputs (paths, or (path, label) pairs) into shards in out_dir:
-    .npy files, or llm.c's .bin with shard_format="llmc".
+    .npy files, llm.c's .bin with shard_format="llmc", or nanoGPT's raw train.bin with "nanogpt".
 
-    Every document is encoded on its own (special tokens in it count as text) and followed by
-    eot. The result depends only on the inputs, the tokenizer and these options, never on workers
+    Every document is encoded on its own (special tokens in it count as text), preceded by bos
+    and followed by eot (either may be None). With val_fraction, about that fraction of the
+    documents goes to val_* shards and the rest to train_* (see in_validation). The result depends only on the inputs, the tokenizer and these options, never on workers
     nor on where they run (a Dask cluster's, given its scheduler: see executor.map_in_order).
     progress, if given, makes the bar: progress("encoding", total bytes, "B") (see executor.progress_bar).
     """
     if shard_tokens < 1:
         raise BpecliError("--shard-tokens must be at least 1")
     if shard_format not in SHARD_SUFFIX:
-        raise BpecliError(f"--shard-format {shard_format!r}: expected npy or llmc")
+        raise BpecliError(f"--shard-format {shard_format!r}: expected npy, llmc or nanogpt")
+    if val_fraction is not None and not 0 < val_fraction < 1:
+        raise BpecliError(f"--val-fraction {val_fraction}: expected a fraction between 0 and 1, e.g. 0.005")
+    if shard_format == "nanogpt":
+        shard_tokens = UNBOUNDED
     if shard_format == "llmc" and shard_tokens > np.iinfo(np.int32).max:
         raise BpecliError("--shard-tokens: llm.c's header counts tokens in an int32, so at most 2,147,483,647")
     started = time.perf_counter()
@@ -161,6 +230,8 @@ def write_shards(
     pairs = [(item, item) if isinstance(item, str) else item for item in inputs]
     check_apart(out, [label for _, label in pairs])
     settings = _settings(tokenizer, pairs, shard_tokens, eot, text_column, resolve_dtype(tokenizer, dtype), shard_format)
+    settings.update(bos=None if bos is None else {"id": bos, "token": tokenizer.special_ids.get(bos)},
+                    val_fraction=val_fraction)
     _make_folder(out)
     with locked(out):
         found = _prepare(out, settings, force)
@@ -169,17 +240,17 @@ def write_shards(
         kept = found
         separators = document_separators(tokenizer)
         parts = document_parts(pairs, separators=separators, text_column=text_column)
-        setup_args = (tokenizer, eot, settings["dtype"], separators, text_column, errors)
+        setup_args = (tokenizer, eot, bos, val_fraction, settings["dtype"], separators, text_column, errors)
         tokenizer.prepare_bulk()
-        writer = _ShardWriter(out, settings, kept)
-        resume_part, skip = (kept[-1]["next_part"], kept[-1]["skip"]) if kept else (0, 0)
+        writer = _ShardWriter(out, settings, kept, splits_of(val_fraction, shard_format))
         n_bytes = 0
         with progress_bar(progress, "encoding", input_bytes(pairs), "B") as bar:
             try:
-                todo = _parts_from(parts, resume_part, writer, separators, text_column, errors, bar)
-                for index, part, (ids, doc_ends, part_bytes, digest) in _encode_in_order(todo, workers, scheduler, setup_args):
+                todo = _parts_from(parts, writer.resume_part(), writer, separators, text_column, errors, bar)
+                for index, part, (encoded, part_bytes, digest) in _encode_in_order(todo, workers, scheduler, setup_args):
                     writer.read(index, part.label, digest)
-                    writer.write(ids, doc_ends, index, skip if index == resume_part else 0)
+                    for split, (ids, doc_ends) in zip(writer.splits, encoded):
+                        writer.write(split, ids, doc_ends, index)
                     n_bytes += part_bytes
                     if bar is not None:
                         bar.update(part.weight)
@@ -270,7 +341,7 @@ def _prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
     interrupted run of it (checksums verified), with everything else of ours cleared away."""
     manifest_path, journal_path = out / MANIFEST, out / JOURNAL
     if force:
-        _clear(out, keep=0)
+        _clear(out, keep=set())
         return []
     if manifest_path.exists():
         manifest = read_manifest(manifest_path)
@@ -292,23 +363,21 @@ def _prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
             if not path.is_file() or file_sha256(path) != shard["sha256"]:
                 break
             kept.append(shard)
-    elif any(_SHARD_NAME.fullmatch(p.name) for p in out.glob("shard_*")):
+    elif any(_SHARD_NAME.fullmatch(p.name) for p in out.iterdir()):
         raise OutputError(f"{out} holds shards that bpecli did not record writing; use --force to replace them")
-    _clear(out, keep=len(kept))
+    _clear(out, keep={name for shard in kept for name in (shard["file"], shard.get("index"))})
     return [dict(shard, parts=recorded) for shard in kept]
 
 
-def _clear(out: Path, keep: int) -> None:
-    """Remove our files from out, except the first `keep` shards (manifest first: never a folder
-    that looks finished but is not)."""
+def _clear(out: Path, keep: set) -> None:
+    """Remove our files from out, except the shards (and indexes) named in keep (manifest
+    first: never a folder that looks finished but is not)."""
     (out / MANIFEST).unlink(missing_ok=True)
-    if keep == 0:
+    if not keep:
         (out / JOURNAL).unlink(missing_ok=True)
-    for pattern in (".shard_*.partial", MANIFEST + ".partial", JOURNAL + ".partial"):
-        for path in out.glob(pattern):
-            path.unlink()
-    for path in out.glob("shard_*"):
-        if _SHARD_NAME.fullmatch(path.name) and int(path.name[6:].split(".")[0]) >= keep:
+    for path in out.iterdir():
+        ours = _SHARD_NAME.fullmatch(path.name) or _PARTIAL.fullmatch(path.name)
+        if ours and path.name not in keep:
             path.unlink()
 
 
@@ -335,7 +404,8 @@ def _checked_shards(path: Path, document: dict) -> list[dict]:
     return shards
 
 
-_SHARD_NAME = re.compile(r"shard_[0-9]{5,}\.(npy|bin)")
+_SHARD_NAME = re.compile(r"(shard|train|val)(_[0-9]{5,})?\.(npy|bin|idx)")
+_PARTIAL = re.compile(r"(\.(shard|train|val)\S*|manifest\.json|\.bpecli-progress\.json)\.partial")
 
 
 def read_manifest(path: Path) -> dict:
@@ -372,6 +442,25 @@ def _write_json_atomically(document: dict, path: Path) -> None:
         raise
 
 
+def _split_of(file: str) -> str:
+    """The split a shard file belongs to. Example: "val_00003.npy" -> "val"; "train.bin" -> "train"
+    """
+    return re.split(r"[_.]", file, maxsplit=1)[0]
+
+
+def _write_array_atomically(array: np.ndarray, path: Path) -> None:
+    temporary = path.with_name("." + path.name + ".partial")
+    try:
+        with open(temporary, "wb") as f:
+            np.save(f, array.astype("<i8"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
 def _npy_header(dtype: str, length: int) -> bytes:
     buffer = io.BytesIO()
     descr = np.lib.format.dtype_to_descr(np.dtype(dtype).newbyteorder("<"))
@@ -379,15 +468,30 @@ def _npy_header(dtype: str, length: int) -> bytes:
     return buffer.getvalue()
 
 
+@dataclass
+class _Stream:
+    """One series of shards being written (shard_*, or train_* / val_*), and where it resumes."""
+
+    split: str
+    shards: list  # its finished shards
+    resume_part: int = 0  # parts before this one are in its kept shards...
+    skip: int = 0  # ...and so are this many ids of this one
+    file: object = None
+    count: int = 0
+    documents: int = 0
+    starts: list | None = None  # arrays of where documents start in the shard being written
+
+
 class _ShardWriter:
-    """Appends ids to the current shard's temporary file; a full shard is recorded in the journal
-    (with where it ends in the inputs) and renamed to its final name. The journal is written for
-    the first shard and then at most once a second (and when the run stops): shards past it are
-    written again by a rerun, and a run of millions of tiny shards stays linear."""
+    """Appends ids to the current shard's temporary file, one stream of shards per split; a full
+    shard is recorded in the journal (with where it ends in the inputs) and renamed to its final
+    name, its document index beside it. The journal is written for the first shard and then at
+    most once a second (and when the run stops): shards past it are written again by a rerun, and
+    a run of millions of tiny shards stays linear."""
 
     JOURNAL_SECONDS = 1.0
 
-    def __init__(self, out: Path, settings: dict, kept: list[dict]):
+    def __init__(self, out: Path, settings: dict, kept: list[dict], splits: list[str]):
         self.out = out
         self.settings = settings
         self.dtype = np.dtype(settings["dtype"]).newbyteorder("<")
@@ -396,17 +500,23 @@ class _ShardWriter:
         self.full_header = _header(self.format, settings["dtype"], self.shard_tokens)  # a full shard's
         self.recorded = kept[-1]["parts"] if kept else []  # the part checksums of the run resumed
         self.shards = [{k: v for k, v in shard.items() if k != "parts"} for shard in kept]
+        self.splits = splits
+        self.streams = {split: _Stream(split, []) for split in splits}
+        for shard in self.shards:
+            stream = self.streams[_split_of(shard["file"])]
+            stream.shards.append(shard)
+            stream.resume_part, stream.skip = shard["next_part"], shard["skip"]
         self.total_tokens = sum(s["tokens"] for s in kept)
         self.parts: list[tuple[str, str]] = []  # (input label, sha256) of every part read
-        self.file = None
-        self.count = 0
-        self.documents = 0
         self.journaled = len(self.shards)
         self.journaled_at = 0.0
 
-    @property
-    def temporary(self) -> Path:
-        return self.out / f".{shard_name(len(self.shards), self.format)}.partial"
+    def resume_part(self) -> int:
+        """The first part some stream still needs."""
+        return min(stream.resume_part for stream in self.streams.values())
+
+    def _temporary(self, stream: _Stream) -> Path:
+        return self.out / f".{shard_name(len(stream.shards), self.format, stream.split)}.partial"
 
     def read(self, index: int, label: str, digest: str) -> None:
         """Record the checksum of part `index` as read; a part an interrupted run read too must
@@ -417,62 +527,80 @@ class _ShardWriter:
         assert index == len(self.parts)
         self.parts.append((label, digest))
 
-    def write(self, ids: np.ndarray, doc_ends: np.ndarray, part: int, offset: int) -> None:
-        """Add the ids of part number `part` from position offset on (doc_ends: where each of
-        its documents ends)."""
-        position = offset
+    def write(self, split: str, ids: np.ndarray, doc_ends: np.ndarray, part: int) -> None:
+        """Add the ids of part number `part` to a split's shards (doc_ends: where each of its
+        documents ends); what the stream's kept shards hold already is passed over."""
+        stream = self.streams[split]
+        if part < stream.resume_part:
+            return
+        position = stream.skip if part == stream.resume_part else 0
+        doc_starts = np.concatenate(([0], doc_ends[:-1])).astype(np.int64)
         while position < len(ids):
-            if self.file is None:
-                self.file = self._guarded(open, self.temporary, "wb")
-                self._guarded(self.file.write, self.full_header)
-            take = min(len(ids) - position, self.shard_tokens - self.count)
-            self._guarded(self.file.write, ids[position : position + take].astype(self.dtype, copy=False).tobytes())
-            self.documents += int(np.searchsorted(doc_ends, position + take, "right") - np.searchsorted(doc_ends, position, "right"))
-            self.count += take
+            if stream.file is None:
+                stream.file = self._guarded(open, self._temporary(stream), "wb")
+                self._guarded(stream.file.write, self.full_header)
+                stream.starts = []
+            take = min(len(ids) - position, self.shard_tokens - stream.count)
+            self._guarded(stream.file.write, ids[position : position + take].astype(self.dtype, copy=False).tobytes())
+            first, last = np.searchsorted(doc_starts, [position, position + take])
+            stream.starts.append(doc_starts[first:last] - position + stream.count)
+            stream.documents += int(np.searchsorted(doc_ends, position + take, "right") - np.searchsorted(doc_ends, position, "right"))
+            stream.count += take
             self.total_tokens += take
             position += take
-            if self.count == self.shard_tokens:
-                self._close(*((part, position) if position < len(ids) else (part + 1, 0)))
+            if stream.count == self.shard_tokens:
+                self._close(stream, *((part, position) if position < len(ids) else (part + 1, 0)))
 
     def finish(self, inputs: list[tuple[str, str]]) -> dict:
-        """Close the last shard and write manifest.json; the journal goes."""
-        if self.file is not None:
-            self._close(None, 0)
+        """Close the last shard of each stream and write manifest.json; the journal goes."""
+        for stream in self.streams.values():
+            if stream.file is not None:
+                self._close(stream, None, 0)
         if not self.shards:
             raise InputError("the inputs hold no documents to encode")
         read = []
         for _, label in inputs:  # what was read of each input: the sha256 of its parts' sha256s
             digests = [digest for name, digest in self.parts if name == label]
             read.append({"path": label, "parts": len(digests), "sha256": hashlib.sha256("".join(digests).encode()).hexdigest()})
+        shards = [s for split in self.splits for s in self.streams[split].shards]
         manifest = {
             **self.settings,
-            "total_tokens": sum(s["tokens"] for s in self.shards),
-            "total_documents": sum(s["documents"] for s in self.shards),
-            "shards": [{k: s[k] for k in ("file", "tokens", "documents", "sha256")} for s in self.shards],
+            "total_tokens": sum(s["tokens"] for s in shards),
+            "total_documents": sum(s["documents"] for s in shards),
+            "shards": [{k: s[k] for k in ("file", "tokens", "documents", "sha256", "index", "index_sha256") if k in s}
+                       for s in shards],
             "read": read,
         }
+        if len(self.splits) > 1:
+            manifest["splits"] = {
+                split: {"tokens": sum(s["tokens"] for s in self.streams[split].shards),
+                        "documents": sum(s["documents"] for s in self.streams[split].shards),
+                        "shards": [s["file"] for s in self.streams[split].shards]}
+                for split in self.splits
+            }
         self._guarded(_write_json_atomically, manifest, self.out / MANIFEST)
         (self.out / JOURNAL).unlink(missing_ok=True)
         self.journaled = len(self.shards)
         return manifest
 
     def discard(self) -> None:
-        """Remove the temporary file of an unfinished shard and bring the journal up to date (on
+        """Remove the temporary files of unfinished shards and bring the journal up to date (on
         errors and interrupts), so that a rerun keeps every finished shard."""
-        if self.file is not None:
-            self.file.close()
-            self.file = None
-        self.temporary.unlink(missing_ok=True)
+        for stream in self.streams.values():
+            if stream.file is not None:
+                stream.file.close()
+                stream.file = None
+            self._temporary(stream).unlink(missing_ok=True)
         if self.journaled < len(self.shards):
             try:
                 self._write_journal()
             except OSError:
                 pass  # the shards past the journal are written again by a rerun
 
-    def _close(self, next_part: int | None, skip: int) -> None:
-        file, temporary = self.file, self.temporary
-        if self.count != self.shard_tokens:  # the last shard: its header names its real length
-            header = _header(self.format, self.settings["dtype"], self.count)
+    def _close(self, stream: _Stream, next_part: int | None, skip: int) -> None:
+        file, temporary = stream.file, self._temporary(stream)
+        if stream.count != self.shard_tokens:  # the last shard: its header names its real length
+            header = _header(self.format, self.settings["dtype"], stream.count)
             if len(header) == len(self.full_header):
                 file.seek(0)
                 self._guarded(file.write, header)
@@ -484,16 +612,18 @@ class _ShardWriter:
         self._guarded(file.flush)
         self._guarded(os.fsync, file.fileno())
         file.close()
-        self.file = None
-        name = shard_name(len(self.shards), self.format)
-        self.shards.append(
-            {"file": name, "tokens": self.count, "documents": self.documents, "sha256": file_sha256(temporary),
-             "next_part": next_part, "skip": skip}
-        )
+        stream.file = None
+        name = shard_name(len(stream.shards), self.format, stream.split)
+        index = self.out / index_name(name)
+        self._guarded(_write_array_atomically, np.concatenate(stream.starts), index)
+        shard = {"file": name, "tokens": stream.count, "documents": stream.documents, "sha256": file_sha256(temporary),
+                 "index": index.name, "index_sha256": file_sha256(index), "next_part": next_part, "skip": skip}
+        self.shards.append(shard)
+        stream.shards.append(shard)
         if not self.journaled or time.monotonic() - self.journaled_at > self.JOURNAL_SECONDS:
             self._guarded(self._write_journal)  # before the rename: a shard under its name is always known
         self._guarded(os.replace, temporary, self.out / name)
-        self.count = self.documents = 0
+        stream.count = stream.documents = 0
 
     def _write_journal(self) -> None:
         digests = [digest for _, digest in self.parts] or self.recorded
@@ -518,22 +648,37 @@ class _Encoder:
 
     tokenizer: Tokenizer
     eot: int | None
+    bos: int | None
+    val_fraction: float | None
     dtype: str
     splitter: object  # the special-token splitter for text inputs
     text_column: str
     errors: str
 
 
-def _setup(tokenizer: Tokenizer, eot, dtype, separators, text_column, errors) -> _Encoder:
-    return _Encoder(tokenizer, eot, dtype, special_splitter(separators), text_column, errors)
+def _setup(tokenizer: Tokenizer, eot, bos, val_fraction, dtype, separators, text_column, errors) -> _Encoder:
+    return _Encoder(tokenizer, eot, bos, val_fraction, dtype, special_splitter(separators), text_column, errors)
 
 
-def _encode_part(encoder: _Encoder, part: Part) -> tuple[np.ndarray, np.ndarray, int, str]:
-    """(ids, where each document's ids end, bytes read, their sha256) for one part."""
+def _encode_part(encoder: _Encoder, part: Part) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, str]:
+    """([(ids, where each document's ids end)] for each split, bytes read, their sha256) for one part."""
     documents, n_bytes, digest = read_documents(part, splitter=encoder.splitter, text_column=encoder.text_column,
                                                 errors=encoder.errors)
+    if not encoder.val_fraction:
+        return [_encode(encoder, documents)], n_bytes, digest
+    validation = in_validation(documents, encoder.val_fraction)
+    train = [d for d, v in zip(documents, validation) if not v]
+    val = [d for d, v in zip(documents, validation) if v]
+    return [_encode(encoder, train), _encode(encoder, val)], n_bytes, digest
+
+
+def _encode(encoder: _Encoder, documents: list[str]) -> tuple[np.ndarray, np.ndarray]:
     ids, doc_ends = encoder.tokenizer.encode_documents(documents, eot=encoder.eot, dtype=encoder.dtype)
-    return ids, doc_ends, n_bytes, digest
+    if encoder.bos is not None and len(doc_ends):  # bos before each document
+        starts = np.concatenate(([0], doc_ends[:-1]))
+        ids = np.insert(ids, starts, encoder.bos).astype(encoder.dtype, copy=False)
+        doc_ends = doc_ends + np.arange(1, len(doc_ends) + 1)
+    return ids, doc_ends
 
 
 def _parts_from(parts: Iterator[Part], first: int, writer, separators, text_column, errors, progress) -> Iterator[tuple[int, Part]]:
@@ -579,6 +724,12 @@ def verify(out_dir: str | Path) -> list[str]:
             problems.append(f"{shard['file']}: missing")
         elif file_sha256(path) != shard["sha256"]:
             problems.append(f"{shard['file']}: sha256 does not match the manifest")
+        index = shard.get("index")
+        if isinstance(index, str):
+            if not (out / index).is_file():
+                problems.append(f"{index}: missing")
+            elif file_sha256(out / index) != shard.get("index_sha256"):
+                problems.append(f"{index}: sha256 does not match the manifest")
     for before in manifest["inputs"]:  # inputs still where they were must be as they were read
         path = before["path"]
         if before.get("mtime_ns") is None or not (is_uri(path) or os.path.isfile(path)):

@@ -434,3 +434,80 @@ def test_an_interrupted_llm_c_run_resumes_to_the_same_bytes(gpt2, sample_file, t
     assert shard_bytes(tmp_path / "cut") == shard_bytes(tmp_path / "whole")
     with pytest.raises(OutputError, match='shard_format "llmc" there, "npy" now'):
         write_shards(gpt2, [str(sample_file)], tmp_path / "whole", shard_tokens=40_000, eot=EOT)
+
+
+def test_each_shard_has_a_document_index_of_where_its_documents_start(gpt2, sample_file, tmp_path, small_parts):
+    write_shards(gpt2, [str(sample_file)], tmp_path / "out", shard_tokens=30_000, workers=2, eot=EOT)
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    whole, starts, offset = [], [], 0
+    for shard in manifest["shards"]:
+        ids = np.load(tmp_path / "out" / shard["file"])
+        index = np.load(tmp_path / "out" / shard["index"])
+        assert index.dtype == np.int64 and (np.diff(index) > 0).all() and (index < len(ids)).all()
+        whole.append(ids)
+        starts += (index + offset).tolist()
+        offset += len(ids)
+    ids = np.concatenate(whole)
+    # a document starts at 0 and after each eot, and nowhere else
+    assert starts == [0, *(np.flatnonzero(ids == EOT)[:-1] + 1).tolist()]
+    assert verify(tmp_path / "out") == []
+    (tmp_path / "out" / manifest["shards"][1]["index"]).write_bytes(b"")
+    assert verify(tmp_path / "out") == [f"{manifest['shards'][1]['index']}: sha256 does not match the manifest"]
+
+
+def test_bos_goes_before_each_document(gpt2, tiktoken_gpt2, tmp_path):
+    corpus_file = tmp_path / "c.txt"
+    corpus_file.write_text("hello world<|endoftext|>second one<|endoftext|>", encoding="utf-8")
+    write_shards(gpt2, [str(corpus_file)], tmp_path / "out", eot=None, bos=EOT)
+    expected = [EOT, *tiktoken_gpt2.encode("hello world"), EOT, *tiktoken_gpt2.encode("second one")]
+    assert concatenated(tmp_path / "out").tolist() == expected
+    assert np.load(tmp_path / "out" / "shard_00000.idx").tolist() == [0, 3]
+
+
+def split_ids(folder, split: str) -> list[int]:
+    return np.concatenate([np.load(p) for p in sorted(folder.glob(f"{split}_*.npy"))]).tolist()
+
+
+def test_the_validation_split_is_by_document_whatever_the_workers_and_on_resume(gpt2, tiktoken_gpt2, sample_file,
+                                                                               tmp_path, small_parts):
+    options = dict(shard_tokens=30_000, eot=EOT, val_fraction=0.1)
+    one = write_shards(gpt2, [str(sample_file)], tmp_path / "one", workers=1, **options)
+    write_shards(gpt2, [str(sample_file)], tmp_path / "two", workers=2, **options)
+    assert shard_bytes(tmp_path / "two") == shard_bytes(tmp_path / "one")
+    with pytest.raises(KeyboardInterrupt):
+        write_shards(gpt2, [str(sample_file)], tmp_path / "cut", workers=2, progress=Interrupt(after=12), **options)
+    assert write_shards(gpt2, [str(sample_file)], tmp_path / "cut", workers=2, **options).status == "resumed"
+    assert shard_bytes(tmp_path / "cut") == shard_bytes(tmp_path / "one")
+
+    # every document is whole on one side, in order; about a tenth of them is validation
+    docs = documents(sample_file.read_text(encoding="utf-8"))
+    val = shards.in_validation(docs, 0.1)
+    assert 0.05 < val.mean() < 0.15
+    for split, chosen in (("train", ~val), ("val", val)):
+        expected = [i for d, c in zip(docs, chosen) if c for i in tiktoken_gpt2.encode_ordinary(d) + [EOT]]
+        assert split_ids(tmp_path / "one", split) == expected
+    splits = one.manifest["splits"]
+    assert splits["val"]["documents"] == int(val.sum()) and splits["train"]["documents"] == len(docs) - int(val.sum())
+    assert not list((tmp_path / "one").glob("shard_*"))
+
+
+def test_nanogpt_bins_are_the_raw_tokens_of_each_split(gpt2, sample_file, tmp_path, small_parts):
+    write_shards(gpt2, [str(sample_file)], tmp_path / "npy", shard_tokens=30_000, eot=EOT, val_fraction=0.1)
+    run = write_shards(gpt2, [str(sample_file)], tmp_path / "nano", eot=EOT, val_fraction=0.1, shard_format="nanogpt",
+                       workers=2)
+    for split in ("train", "val"):
+        # as nanoGPT's train.py reads them
+        raw = np.memmap(tmp_path / "nano" / f"{split}.bin", dtype=np.uint16, mode="r")
+        assert raw.tolist() == split_ids(tmp_path / "npy", split)
+        assert shards.read_shard(tmp_path / "nano" / f"{split}.bin").tolist() == raw.tolist()
+    assert [s["file"] for s in run.manifest["shards"]] == ["train.bin", "val.bin"]
+    assert verify(tmp_path / "nano") == []
+    stray = tmp_path / "stray.bin"
+    stray.write_bytes(b"\x00" * 64)
+    with pytest.raises(InputError, match="no llm.c header"):
+        shards.read_shard(stray)
+
+
+def test_a_validation_fraction_outside_0_and_1_is_an_error(gpt2, sample_file, tmp_path):
+    with pytest.raises(BpecliError, match="--val-fraction 1.5"):
+        write_shards(gpt2, [str(sample_file)], tmp_path / "out", val_fraction=1.5)
