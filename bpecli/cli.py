@@ -222,6 +222,7 @@ def train(
     pattern: Annotated[str, typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex.")] = "gpt2",
     workers: Annotated[int, typer.Option(min=1, help="Processes that count pre-tokens (at most the CPUs this process may use).")] = _cpus(),
     scheduler: SchedulerOption = None,
+    normalize: Annotated[list[str], typer.Option(help="Normalize text first: nfc, nfd, nfkc, nfkd, lowercase (repeatable or comma-separated; in order). Encode applies it too.")] = [],
     min_frequency: Annotated[int, typer.Option(min=0, help="Stop when the best pair is rarer than this.")] = 0,
     text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
     errors: Annotated[Errors, typer.Option(help="Invalid UTF-8: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
@@ -246,6 +247,7 @@ def train(
             pattern=pattern,
             workers=workers,
             scheduler=scheduler,
+            normalize=normalize,
             min_frequency=min_frequency,
             errors=errors.value,
             progress=_progress(quiet),
@@ -261,9 +263,13 @@ def train(
         info = describe(tokenizer)
         _print_json({"out": str(out), "vocab_size": tokenizer.vocab_size, "vocab_size_asked": vocab_size,
                      "merges": len(tokenizer.merges), "special_tokens": info["special_tokens"], "pattern": info["pattern"],
+                     "normalize": info["normalize"],
                      "files": sorted(p.name for p in out.iterdir())})
     elif not quiet:
         typer.echo(f"trained {tokenizer.vocab_size} tokens ({len(tokenizer.merges)} merges) into {out}", err=True)
+    if tokenizer.normalize and not quiet:
+        typer.echo(f"bpecli: note: {', '.join(tokenizer.normalize)} is in tokenizer.json and bpecli.json; tokenizer.tiktoken "
+                   "and vocab.json/merges.txt cannot say it: normalize text yourself before tiktoken encodes it", err=True)
 
 
 class ShardFormat(str, Enum):
@@ -476,6 +482,8 @@ def _render_tokenizer(info: dict) -> None:
                   f"{info['merges']:,} merges, {len(info['special_tokens'])} special)")
     pattern = info["pattern"]
     console.print(f"[bold]pattern[/] {pattern if len(pattern) < 66 else pattern[:63] + '...'}", markup=True)
+    if info["normalize"]:
+        console.print(f"[bold]normalize[/] {', '.join(info['normalize'])}", markup=True)
     for token, rank in info["special_tokens"].items():
         console.print(f"[bold]special[/] {token} = {rank}", markup=True)
     rows = [(str(r["id"]), str(r["bytes"]), repr(r["token"])) for r in info["longest_tokens"]]

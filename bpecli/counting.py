@@ -15,6 +15,7 @@ import numpy as np
 
 from .corpus import Part, read_documents
 from .executor import map_in_order
+from .normalize import normalizer
 from .pretokenize import (
     compiled, document_batches, group, pack_pieces, piece_hash, special_splitter, uncovered_error, vectorised_splitter,
 )
@@ -145,16 +146,20 @@ class _Counter:
     splitter: object  # the special-token splitter
     text_column: str
     errors: str
+    normalized: object  # the text as the tokenizer will split it, or None (see normalize.py)
 
 
-def _setup(pattern: str, special_tokens: list[str], text_column: str, errors: str) -> _Counter:
-    return _Counter(pattern, vectorised_splitter(pattern), special_splitter(special_tokens), text_column, errors)
+def _setup(pattern: str, special_tokens: list[str], text_column: str, errors: str, steps: tuple[str, ...]) -> _Counter:
+    return _Counter(pattern, vectorised_splitter(pattern), special_splitter(special_tokens), text_column, errors,
+                    normalizer(steps) if steps else None)
 
 
 def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
     """(the pre-token counts of a part, its weight for progress)."""
     documents, _, _ = read_documents(part, splitter=counter.splitter, text_column=counter.text_column,
                                      errors=counter.errors, checksum=False)
+    if counter.normalized is not None:
+        documents = list(map(counter.normalized, documents))
     if counter.split is not None:
         return count_pieces([d.encode("utf-8") for d in documents], counter.split), part.weight
     findall = compiled(counter.pattern).findall
@@ -191,6 +196,7 @@ def count_pretokens(
     workers: int = 1,
     scheduler: str | None = None,
     errors: str = "strict",
+    normalize: tuple[str, ...] = (),
     progress=None,
 ) -> PieceCounts:
     """Pre-token frequencies over the documents of all parts, counted by `workers` processes
@@ -199,7 +205,7 @@ def count_pretokens(
     Example: one part "low low<|endoftext|>lower" -> {b"low": 1, b" low": 1, b"lower": 1} (to_dict)
     """
     total = TreeSum()
-    args = (pattern, special_tokens, text_column, errors)
+    args = (pattern, special_tokens, text_column, errors, tuple(normalize))
     for counts, weight in map_in_order(_count_part, parts, workers=workers, setup=_setup, args=args, scheduler=scheduler):
         total.add(counts)
         if progress is not None:

@@ -14,7 +14,8 @@ from functools import cache
 from itertools import repeat
 from pathlib import Path
 
-from .errors import OutputError, TokenizerFileError
+from .errors import BpecliError, OutputError, TokenizerFileError
+from .normalize import check as check_normalize, from_hugging_face, to_hugging_face
 from .pretokenize import PATTERNS, resolve_pattern
 from .tokenizer import Tokenizer
 
@@ -301,7 +302,7 @@ def write_tokenizer_json(tokenizer: Tokenizer, path: Path) -> None:
              "normalized": False, "special": True}
             for token, rank in sorted(tokenizer.special_tokens.items(), key=lambda item: item[1])
         ],
-        "normalizer": None,
+        "normalizer": to_hugging_face(tokenizer.normalize),
         "pre_tokenizer": {
             "type": "Sequence",
             "pretokenizers": [
@@ -370,6 +371,7 @@ def write_bpecli_json(tokenizer: Tokenizer, path: Path) -> None:
         "format_version": FORMAT_VERSION,
         "pattern": tokenizer.pattern,
         "special_tokens": tokenizer.special_tokens,
+        **({"normalize": list(tokenizer.normalize)} if tokenizer.normalize else {}),
         "vocab_size": tokenizer.vocab_size,
         "ranks_file": "tokenizer.tiktoken",
     }
@@ -462,6 +464,7 @@ def _load_bpecli(path: Path, document: dict, pattern: str | None, specials: dict
         specials if specials is not None else document.get("special_tokens", {}),
         _pattern(pattern, document.get("pattern") or "gpt2", f"from {path}"),
         [path, ranks_path],
+        normalize=_normalize_of(path, document.get("normalize") or []),
     )
 
 
@@ -503,7 +506,9 @@ def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials
     # ByteLevelBPETokenizer) become special tokens, as they do from vocab.json
     ranks, extra = _split_vocab(path, vocab, made)
     found = _hugging_face_pattern(path, document.get("pre_tokenizer"))
-    return _checked(path, ranks, specials if specials is not None else {**extra, **added}, _pattern(pattern, found, f"from {path}"), [path])
+    steps = from_hugging_face(document.get("normalizer"), str(path))
+    return _checked(path, ranks, specials if specials is not None else {**extra, **added}, _pattern(pattern, found, f"from {path}"),
+                    [path], normalize=steps)
 
 
 def _refuse_unsupported(path: Path, document: dict, model: dict) -> None:
@@ -516,9 +521,10 @@ def _refuse_unsupported(path: Path, document: dict, model: dict) -> None:
         steps = step.get("processors") or step.get("decoders") or [] if kind(step) == "Sequence" else [step]
         return all(kind(s) == "ByteLevel" for s in steps)
 
-    if document.get("normalizer") is not None:
-        raise TokenizerFileError(f"{path}: its normalizer ({kind(document['normalizer'])}) is one bpecli does not "
-                                 "apply, so its ids would differ from Hugging Face's")
+    try:
+        from_hugging_face(document.get("normalizer"), str(path))
+    except BpecliError as e:
+        raise TokenizerFileError(str(e)) from None
     if not only_byte_level(document.get("post_processor")):
         raise TokenizerFileError(f"{path}: its post_processor ({kind(document['post_processor'])}) adds tokens "
                                  "bpecli does not add, so its ids would differ from Hugging Face's")
@@ -586,10 +592,21 @@ def _split_vocab(path: Path, vocab: dict, made: set[str]) -> tuple[dict[bytes, i
     return ranks, specials
 
 
-def _checked(path: Path, ranks: dict[bytes, int], specials: dict[str, int], pattern: str, files: list[Path]) -> Tokenizer:
+def _normalize_of(path: Path, steps) -> tuple[str, ...]:
+    if not isinstance(steps, list) or not all(isinstance(step, str) for step in steps):
+        raise TokenizerFileError(f"{path}: 'normalize' should be a list of steps such as [\"nfkc\", \"lowercase\"]")
+    try:
+        return check_normalize(steps)
+    except BpecliError as e:
+        raise TokenizerFileError(f"{path}: {e}") from None
+
+
+def _checked(path: Path, ranks: dict[bytes, int], specials: dict[str, int], pattern: str, files: list[Path],
+             normalize: tuple[str, ...] = ()) -> Tokenizer:
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise TokenizerFileError(f"{path}: not a byte-level BPE: {len(missing)} of the 256 byte tokens are missing")
     if len(set(ranks.values()) | set(specials.values())) != len(ranks) + len(specials):
         raise TokenizerFileError(f"{path}: two tokens share one id")
-    return Tokenizer(ranks=ranks, special_tokens=dict(specials), pattern=pattern, files=tuple(map(str, files)))
+    return Tokenizer(ranks=ranks, special_tokens=dict(specials), pattern=pattern, files=tuple(map(str, files)),
+                     normalize=normalize)

@@ -16,6 +16,7 @@ from typing import Literal
 import regex
 
 from .errors import BpecliError, DisallowedSpecialError, UnknownIdError
+from .normalize import check as normalize_steps, normalizer
 from .pretokenize import SAFE_CUT, compiled, is_preset, sorted_distinct, spans, special_splitter, uncovered_error
 
 # Pieces longer than this are merged with a heap over a linked list instead of rescans...
@@ -45,9 +46,11 @@ class Tokenizer:
     pattern: str = ""
     files: tuple[str, ...] = ()  # the files it was read from, if any
     trained_merges: tuple[tuple[bytes, bytes], ...] = field(default=(), repr=False)  # as train() made them
+    normalize: tuple[str, ...] = ()  # steps applied to text before it is split (see normalize.py)
 
     def __post_init__(self):
         check_special_tokens(self.special_tokens)
+        object.__setattr__(self, "normalize", normalize_steps(self.normalize))
         # What encoding learns as it goes (piece -> ids) is kept per thread: a Tokenizer shared by
         # threads gives each its own, as tiktoken's Rust core does. The derived tables (cached
         # properties) are built once and only read.
@@ -93,6 +96,8 @@ class Tokenizer:
             for token, rank in sorted(self.ranks.items(), key=lambda item: item[1]):
                 digest.update(b"%d %s\n" % (rank, token.hex().encode()))
         digest.update(json.dumps([self.pattern, sorted(self.special_tokens.items())]).encode())
+        if self.normalize:  # (tokenizers without it keep the fingerprint they had)
+            digest.update(json.dumps(self.normalize).encode())
         return digest.hexdigest()
 
     @cached_property
@@ -122,6 +127,11 @@ class Tokenizer:
         return out
 
     @cached_property
+    def _normalized(self):
+        """The text as the tokenizer splits it: normalized, if it normalizes (else None)."""
+        return normalizer(self.normalize) if self.normalize else None
+
+    @cached_property
     def _covers(self) -> bool:
         """The presets keep every character; a custom pattern's pieces are checked to."""
         return is_preset(self.pattern)
@@ -147,6 +157,11 @@ class Tokenizer:
 
         Example (GPT-2): "hello world" -> [31373, 995]
         """
+        if self._normalized is not None:
+            text = self._normalized(text)
+        return self._encode_normalized(text)
+
+    def _encode_normalized(self, text: str) -> list[int]:
         if len(text) >= _BULK_TEXT and self._bulk_split is not None:
             ids = self._encode_long_text([text], [])
             if ids is not None:
@@ -165,7 +180,7 @@ class Tokenizer:
                 for piece in set(pieces).difference(cache):
                     cache[piece] = self._encode_piece(piece.encode("utf-8"))
             except UnicodeEncodeError:  # as tiktoken does: a surrogate pair joins, a lone one is U+FFFD
-                return self.encode_ordinary(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+                return self._encode_normalized(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
             return list(chain.from_iterable(map(cache.__getitem__, pieces)))
 
     # ---- tiktoken.Encoding's API, with its semantics ------------------------------------------
@@ -189,6 +204,8 @@ class Tokenizer:
         if not allowed:
             return self.encode_ordinary(text)
         parts = self._special_finder(frozenset(allowed)).split(text)
+        if self._normalized is not None:  # the text between special tokens, as Hugging Face does
+            parts[::2] = map(self._normalized, parts[::2])
         if len(text) >= _BULK_TEXT and self._bulk_split is not None:
             ids = self._encode_long_text(parts[::2], [self.special_tokens[p] for p in parts[1::2]])
             if ids is not None:
@@ -198,7 +215,7 @@ class Tokenizer:
             if i % 2:
                 ids.append(self.special_tokens[part])
             elif part:
-                ids.extend(self.encode_ordinary(part))
+                ids.extend(self._encode_normalized(part))
         return ids
 
     def encode_batch(self, text: list[str], *, num_threads: int = 8,
@@ -225,6 +242,9 @@ class Tokenizer:
 
         Example (GPT-2): b"hello \\xff" -> [31373, 220, 187]
         """
+        if self.normalize:
+            raise BpecliError("this tokenizer normalizes text, and bytes that are not UTF-8 are no text to normalize; "
+                              "decode them first")
         try:
             return self.encode_ordinary(text.decode("utf-8"))
         except UnicodeDecodeError as e:
@@ -323,6 +343,8 @@ class Tokenizer:
         """
         import numpy as np
 
+        if self._normalized is not None:
+            documents = list(map(self._normalized, documents))
         if self._bulk_split is not None:
             try:
                 data = [d.encode("utf-8") for d in documents]
@@ -333,7 +355,7 @@ class Tokenizer:
         ids: list[int] = []
         ends: list[int] = []
         for document in documents:
-            ids += self.encode_ordinary(document)
+            ids += self._encode_normalized(document)
             if eot is not None:
                 ids.append(eot)
             ends.append(len(ids))
@@ -1128,6 +1150,7 @@ def describe(tok: Tokenizer, top: int = 10) -> dict:
         "merges": len(merges),
         "special_tokens": dict(sorted(tok.special_tokens.items(), key=lambda item: item[1])),
         "pattern": next((name for name, p in PATTERNS.items() if p == tok.pattern), tok.pattern),
+        "normalize": list(tok.normalize),
         "longest_tokens": [{"id": rank, "token": render_token(token), "bytes": len(token)} for token, rank in longest],
         "byte_lengths": dict(sorted(Counter(len(token) for token in tok.ranks).items())),
         "first_merges": [[render_token(a), render_token(b)] for a, b in merges[:top]],

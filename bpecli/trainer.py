@@ -12,6 +12,7 @@ from .corpus import PART_BYTES, document_parts, input_bytes
 from .errors import BpecliError, InputError
 from .counting import PieceCounts, count_pretokens
 from .executor import parallelism, progress_bar
+from .normalize import check as check_normalize
 from .pretokenize import SAFE_CUT, is_preset, resolve_pattern, sorted_distinct
 from .tokenizer import Tokenizer, check_special_tokens
 
@@ -247,12 +248,14 @@ def train(
     min_frequency: int = 0,
     errors: str = "strict",
     text_column: str = "text",
+    normalize: tuple[str, ...] | list[str] = (),
     progress=None,
 ) -> Tokenizer:
     """Train a byte-level BPE on the documents of inputs (text, JSONL, Parquet, compressed: see
     corpus.document_parts; paths, URIs or (path, label) pairs), counted by `workers` processes or
     the workers of a Dask cluster (scheduler: see executor.map_in_order): byte b has id b, merge i id 256 + i,
-    and the special tokens take the last ids in the order given. progress, if given, makes a bar
+    and the special tokens take the last ids in the order given. normalize names the steps
+    (normalize.STEPS: nfkc, lowercase...) applied to every document first, and by encode. progress, if given, makes a bar
     for each stage: progress(description, total, unit) -> an object with update(n) and close().
 
     Example: train(["corpus.txt"], vocab_size=1000, special_tokens=["<|endoftext|>"]).save("tok")
@@ -261,6 +264,7 @@ def train(
     check_special_tokens(dict.fromkeys(special_tokens, 0))  # fail before the long count
     n_merges = merges_wanted(vocab_size, special_tokens)
     pattern = resolve_pattern(pattern)
+    normalize = check_normalize(normalize)
     pairs = [(str(item), str(item)) if isinstance(item, (str, Path)) else item for item in inputs]
     # text without special tokens is cut where the preset patterns surely start a piece
     safe_cut = SAFE_CUT if is_preset(pattern) else None
@@ -274,7 +278,8 @@ def train(
                            part_bytes=part_bytes)
     with progress_bar(progress, "counting", total_bytes, "B") as bar:
         counts = count_pretokens(parts, pattern=pattern, special_tokens=special_tokens, text_column=text_column,
-                                 workers=workers, scheduler=scheduler, errors=errors, progress=bar)
+                                 workers=workers, scheduler=scheduler, errors=errors, normalize=normalize,
+                                 progress=bar)
     if not counts:
         raise InputError(f"{', '.join(label for _, label in pairs)}: the corpus is empty (no text outside special tokens)")
     with progress_bar(progress, "merging", n_merges, "merge") as bar:
@@ -285,4 +290,4 @@ def train(
     for left, right in merges:
         ranks[left + right] = len(ranks)
     specials = {token: len(ranks) + i for i, token in enumerate(special_tokens)}
-    return Tokenizer(ranks=ranks, special_tokens=specials, pattern=pattern, trained_merges=tuple(merges))
+    return Tokenizer(ranks=ranks, special_tokens=specials, pattern=pattern, trained_merges=tuple(merges), normalize=normalize)

@@ -142,8 +142,10 @@ def _hugging_face_file(trained, tmp_path, **changes):
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"normalizer": {"type": "NFKC"}}, r"its normalizer \(NFKC\) is one bpecli does not apply"),
-        ({"normalizer": {"type": "Lowercase"}}, r"its normalizer \(Lowercase\)"),
+        ({"normalizer": {"type": "Strip", "strip_left": True, "strip_right": True}},
+         r"its normalizer \(Strip\) is one bpecli does not apply"),
+        ({"normalizer": {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Replace"}]}},
+         r"its normalizer \(Replace\)"),
         ({"post_processor": {"type": "TemplateProcessing", "single": [], "pair": [], "special_tokens": {}}},
          r"its post_processor \(TemplateProcessing\) adds tokens"),
         ({"decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True}}, r"its decoder \(WordPiece\)"),
