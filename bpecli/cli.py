@@ -7,7 +7,7 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from typer.core import TyperCommand
@@ -80,7 +80,7 @@ _STREAMS_CLOSED = {"stdout": False}
 app = typer.Typer(
     help="Train byte-level BPE tokenizers and turn corpora into token ids and shards.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion for bash, zsh, fish and PowerShell
     pretty_exceptions_enable=False,
 )
 command = app.command(cls=_Command)
@@ -103,14 +103,14 @@ def _options(
 
 class Errors(str, Enum):
     strict = "strict"
-    replace = "replace"
+    replace = "replace"  # type: ignore[assignment]  # str.replace: the member wins, as typer reads it
 
 
 class Format(str, Enum):
     ids = "ids"
     tokens = "tokens"
     json = "json"
-    count = "count"
+    count = "count"  # type: ignore[assignment]
 
 
 class Special(str, Enum):
@@ -396,7 +396,7 @@ def decode(
     if input.endswith((".npy", ".bin")):
         from .shards import read_shard
 
-        ids = read_shard(input)
+        ids: Any = read_shard(input)
     else:
         ids = read_ids(input)
     text = tok.decode(ids, errors=errors.value)
@@ -607,7 +607,7 @@ def main() -> None:
             raise
         command = getattr(getattr(e, "ctx", None), "command_path", None) or "bpecli"
         if type(e).__name__ == "NoArgsIsHelpError":  # `bpecli` alone: the help, as click shows it
-            e.show()
+            e.show()  # type: ignore[attr-defined]
         else:
             typer.echo(f"{command}: error: {e.format_message()} (see {command} --help)", err=True)
         sys.exit(e.exit_code)

@@ -16,6 +16,7 @@ import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from .errors import BpecliError
 from .executor import keep_freed_memory
@@ -23,13 +24,14 @@ from .executor import keep_freed_memory
 try:
     from distributed import Client, WorkerPlugin, get_worker
 except ImportError:  # the extra is not installed: said when a scheduler is asked for
-    Client = WorkerPlugin = get_worker = None
+    Client = None  # type: ignore[misc,assignment]
+    WorkerPlugin = object  # type: ignore[misc,assignment]
 
-_clients: dict[str, Client] = {}
+_clients: dict[str, Any] = {}
 _connecting = threading.Lock()
 
 
-def connect(scheduler: str) -> Client:
+def connect(scheduler: str) -> Any:
     """A client of the scheduler at an address (tcp://host:8786) or named by a scheduler file
     (the JSON `dask scheduler --scheduler-file` writes); one per scheduler, for this process."""
     if Client is None:
@@ -77,7 +79,7 @@ def map_in_order(function: Callable, items: Iterable, setup: Callable, args: tup
             pass
 
 
-class _Setup(WorkerPlugin or object):
+class _Setup(WorkerPlugin):
     """setup(*args) for each worker, made at its first task (not in the worker's event loop)."""
 
     def __init__(self, setup: Callable, args: tuple):
@@ -102,4 +104,5 @@ _making = threading.Lock()
 
 
 def _run(name: str, function: Callable, item):
-    return function(get_worker().plugins[name].state(), item)
+    plugin: Any = get_worker().plugins[name]
+    return function(plugin.state(), item)

@@ -245,7 +245,7 @@ def check_apart(out: str | Path, names: list[str]) -> None:
                               "choose an --out folder apart from the inputs")
 
 
-def chunk_boundaries(data: mmap.mmap | bytes, n_chunks: int, split_tokens: list[bytes]) -> list[int]:
+def chunk_boundaries(data: mmap.mmap | bytes | _RemoteBytes, n_chunks: int, split_tokens: list[bytes]) -> list[int]:
     """Offsets that cut data into about n_chunks pieces, each cut at the start of a special token.
 
     Example: b"ab<s>cd<s>ef" cut in 3 at b"<s>" -> [0, 2, 7, 12]

@@ -8,7 +8,7 @@ end of each piece. That keeps a worker's result a few arrays however many distin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,8 +54,8 @@ class PieceCounts:
 
     def to_dict(self) -> dict[bytes, int]:
         """{piece: count}: for tests and small corpora (a Python object per piece)."""
-        data, lengths = self.packed_bytes()
-        data, ends = data.tobytes(), np.cumsum(lengths).tolist()
+        packed, lengths = self.packed_bytes()
+        data, ends = packed.tobytes(), np.cumsum(lengths).tolist()
         pieces = [data[a:b] for a, b in zip([0, *ends[:-1]], ends)] + self.long_pieces()
         return dict(zip(pieces, self.counts.tolist() + self.long_counts.tolist()))
 
@@ -122,16 +122,17 @@ class TreeSum:
         for level in range(len(self.levels) + 1):
             if level == len(self.levels):
                 self.levels.append(None)
-            if self.levels[level] is None:
+            held = self.levels[level]
+            if held is None:
                 self.levels[level] = counts
                 return
-            counts, self.levels[level] = merge(self.levels[level], counts), None
+            counts, self.levels[level] = merge(held, counts), None
 
     def result(self) -> PieceCounts:
         total = EMPTY
-        for counts in self.levels:
-            if counts is not None:
-                total = merge(total, counts)
+        for level in self.levels:
+            if level is not None:
+                total = merge(total, level)
         return total
 
 
@@ -146,7 +147,7 @@ class _Counter:
     splitter: object  # the special-token splitter
     text_column: str
     errors: str
-    normalized: object  # the text as the tokenizer will split it, or None (see normalize.py)
+    normalized: Callable[[str], str] | None  # the text as the tokenizer will split it (see normalize.py)
 
 
 def _setup(pattern: str, special_tokens: list[str], text_column: str, errors: str, steps: tuple[str, ...]) -> _Counter:

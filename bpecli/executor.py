@@ -12,6 +12,7 @@ import os
 import signal
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from .errors import BpecliError
 
@@ -93,7 +94,7 @@ class _Workers:
 
         # fork shares the parent's modules and tables (a prepared Tokenizer) for free
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        context = multiprocessing.get_context(method)
+        context: Any = multiprocessing.get_context(method)
         self.processes, self.pipes = [], []
         for _ in range(count):
             parent_end, child_end = context.Pipe()
@@ -135,21 +136,21 @@ class _Workers:
                 if exhausted and next_out == sent:
                     finished = True
                     return
-                by_pipe = {self.pipes[w]: w for w in busy}
-                by_sentinel = {self.processes[w].sentinel: w for w in busy}
+                by_pipe: dict[Any, int] = {self.pipes[w]: w for w in busy}
+                by_sentinel: dict[Any, int] = {self.processes[w].sentinel: w for w in busy}
                 for ready in wait([*by_pipe, *by_sentinel]):
-                    worker = by_pipe.get(ready, by_sentinel.get(ready))
-                    if worker not in busy:
+                    done_by: Any = by_pipe.get(ready, by_sentinel.get(ready))
+                    if done_by not in busy:
                         continue  # its pipe and its sentinel were both ready
                     try:
-                        done[busy.pop(worker)] = self.pipes[worker].recv()
+                        done[busy.pop(done_by)] = self.pipes[done_by].recv()
                     except (EOFError, OSError):
-                        code = self.processes[worker].exitcode
+                        code = self.processes[done_by].exitcode
                         raise BpecliError(
                             f"a worker process died (exit status {code}; killed, or out of memory?); "
                             "rerun, perhaps with fewer --workers"
                         ) from None
-                    idle.append(worker)
+                    idle.append(done_by)
         finally:
             self._stop(gently=finished)
 

@@ -333,7 +333,7 @@ def document_separator(tokenizer: Tokenizer) -> str | None:
     first special token."""
     if "<|endoftext|>" in tokenizer.special_tokens:
         return "<|endoftext|>"
-    return min(tokenizer.special_tokens, key=tokenizer.special_tokens.get, default=None)
+    return min(tokenizer.special_tokens, key=tokenizer.special_tokens.__getitem__, default=None)
 
 
 def write_transformers_config(tokenizer: Tokenizer, folder: Path) -> None:

@@ -33,7 +33,7 @@ def normalizer(steps: tuple[str, ...]) -> Callable[[str], str]:
     return apply
 
 
-def _form(form: str) -> Callable[[str], str]:
+def _form(form) -> Callable[[str], str]:
     return lambda text: text if unicodedata.is_normalized(form, text) else unicodedata.normalize(form, text)
 
 

@@ -639,7 +639,7 @@ def _mix(x):
     return x ^ (x >> np.uint64(31))
 
 
-def document_batches(documents: list[bytes], size: int = 1 << 22) -> Iterator[list[bytes]]:
+def document_batches(documents: list, size: int = 1 << 22) -> Iterator[list]:
     """Documents in groups of about `size` bytes: numpy is several times faster on arrays that
     fit the caches than on one huge one."""
     batch, total = [], 0

@@ -20,8 +20,9 @@ import re
 import time
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -476,10 +477,10 @@ class _Stream:
     shards: list  # its finished shards
     resume_part: int = 0  # parts before this one are in its kept shards...
     skip: int = 0  # ...and so are this many ids of this one
-    file: object = None
+    file: Any = None
     count: int = 0
     documents: int = 0
-    starts: list | None = None  # arrays of where documents start in the shard being written
+    starts: list = field(default_factory=list)  # arrays of where documents start in the shard being written
 
 
 class _ShardWriter:

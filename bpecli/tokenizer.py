@@ -147,7 +147,7 @@ class Tokenizer:
     @property
     def _cache(self) -> dict[str, tuple[int, ...]]:
         """This thread's piece -> ids dict (pieces of every length on the regex path, long ones in bulk)."""
-        local = self._local
+        local = self._local  # type: ignore[attr-defined]  # set in __post_init__
         if not hasattr(local, "cache"):
             local.cache = {}
         return local.cache
@@ -207,9 +207,9 @@ class Tokenizer:
         if self._normalized is not None:  # the text between special tokens, as Hugging Face does
             parts[::2] = map(self._normalized, parts[::2])
         if len(text) >= _BULK_TEXT and self._bulk_split is not None:
-            ids = self._encode_long_text(parts[::2], [self.special_tokens[p] for p in parts[1::2]])
-            if ids is not None:
-                return ids
+            found = self._encode_long_text(parts[::2], [self.special_tokens[p] for p in parts[1::2]])
+            if found is not None:
+                return found
         ids: list[int] = []
         for i, part in enumerate(parts):
             if i % 2:
@@ -420,10 +420,10 @@ class Tokenizer:
         cache = self._cache
         if len(cache) > _CACHE_LIMIT:
             cache.clear()
-        long_ids = list(map(cache.get, long_pieces))
-        cold = [i for i, ids in enumerate(long_ids) if ids is None]
-        for i, ids in zip(cold, self._bpe_batch([long_pieces[i] for i in cold])):
-            long_ids[i] = cache[long_pieces[i]] = ids
+        long_ids: list = list(map(cache.get, long_pieces))
+        cold = [i for i, found in enumerate(long_ids) if found is None]
+        for i, found in zip(cold, self._bpe_batch([long_pieces[i] for i in cold])):
+            long_ids[i] = cache[long_pieces[i]] = found
         long_sizes = np.fromiter(map(len, long_ids), dtype=np.int64, count=len(long_ids))
         long_at = table.scratch(np.fromiter(chain.from_iterable(long_ids), dtype=np.int64, count=int(long_sizes.sum())))
         table_sizes = np.concatenate([table.length[slots], long_sizes])
@@ -487,7 +487,7 @@ class Tokenizer:
     @property
     def _piece_table(self) -> _PieceTable:
         """This thread's numpy table of short pieces -> ids."""
-        local = self._local
+        local = self._local  # type: ignore[attr-defined]
         if not hasattr(local, "piece_table"):
             local.piece_table = _PieceTable()
         return local.piece_table
@@ -511,7 +511,8 @@ class Tokenizer:
 
         data, starts, sizes, values = self._token_arrays
         short = np.flatnonzero(sizes <= PACKED_BYTES)
-        return _PieceTable.of(*pack_spans(data, starts[short], sizes[short]), values[short])
+        low, high = pack_spans(data, starts[short], sizes[short])
+        return _PieceTable.of(low, high, values[short])
 
     @cached_property
     def _longest_token(self) -> int:
@@ -1061,7 +1062,7 @@ def _merge_parts_scan(piece: bytes, ranks: dict[bytes, int], max_rank: int | Non
     if max_rank is None:
         rank_of = ranks.get
     else:  # ranks at or above max_rank count as no rank at all
-        rank_of = lambda pair, default: min(ranks.get(pair, default), default)  # noqa: E731
+        rank_of = lambda pair, default: min(ranks.get(pair, default), default)  # type: ignore[assignment]  # noqa: E731
 
     parts = list(map(_BYTE_TOKENS.__getitem__, piece))
     pair_ranks = list(map(rank_of, map(add, parts, islice(parts, 1, None)), repeat(limit, len(piece) - 1)))

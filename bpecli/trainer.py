@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -42,10 +42,10 @@ _INVERTED = bytes(range(255, -1, -1))
 
 _MAX_VOCAB = 2**31 - 1
 # A training part of the corpus is at most this big: a worker holds its text, documents and counts.
-MAX_PART_BYTES = 64 << 20
+MAX_PART_BYTES = 16 << 20
 
 
-def merges_wanted(vocab_size: int, special_tokens: list[str]) -> int:
+def merges_wanted(vocab_size: int, special_tokens: Sequence[str]) -> int:
     """How many merges a vocabulary of vocab_size leaves room for; an error if it is too small."""
     n_merges = vocab_size - 256 - len(special_tokens)
     if vocab_size > _MAX_VOCAB:
@@ -62,7 +62,7 @@ def train_bpe(
     counts: PieceCounts | Mapping[str, int] | Mapping[bytes, int],
     *,
     vocab_size: int,
-    special_tokens: list[str] = (),
+    special_tokens: Sequence[str] = (),
     min_frequency: int = 0,
     progress=None,
 ) -> list[tuple[bytes, bytes]]:
@@ -241,7 +241,7 @@ def train(
     inputs: list[str | Path | tuple[str, str]],
     *,
     vocab_size: int,
-    special_tokens: list[str] = (),
+    special_tokens: Sequence[str] = (),
     pattern: str = "gpt2",
     workers: int = 1,
     scheduler: str | None = None,
