@@ -10,10 +10,11 @@
     python tests/benchmarks.py dask [--repeat 3] [--corpus FILE]     # counting and shards: a 2-worker LocalCluster vs the local pool
     python tests/benchmarks.py memory [--repeat 1] [--corpus FILE|120mb|largest] [--vocab 32000]
                                                                      # training time and peak memory vs rustbpe
+    python tests/benchmarks.py gigatoken [--repeat 3] [--vocab 10000]   # train and encode --out vs gigatoken
 
 Each job runs in a fresh process, several times; the median wall time, the ratio bpecli / peer,
-and the peak memory summed over the job's processes (its RSS and its workers', sampled every
-20 ms; shared pages count once per process, so forked workers are over-counted) are printed. The default corpus is ../shared/corpora/kernel-docs.txt.gz,
+and the peak memory summed over the job's processes (PSS: a page shared by forked workers counts
+once in all, sampled every 50 ms) are printed. The default corpus is ../shared/corpora/kernel-docs.txt.gz,
 unpacked once into the system's temporary folder.
 """
 
@@ -194,6 +195,51 @@ took = time.perf_counter() - t
 }
 
 
+GIGATOKEN_TRAIN_JOBS = {
+    "bpecli": MEMORY_JOBS["bpecli"],
+    "gigatoken": """
+import gigatoken
+t = time.perf_counter()
+vocab, merges = gigatoken.train_bpe(CORPUS, vocab_size=VOCAB, special_tokens=[SPECIAL])
+took = time.perf_counter() - t
+""",
+}
+
+GIGATOKEN_SHARD_JOB = r"""
+import numpy as np
+import gigatoken
+from bpecli.files import load, write_tokenizer_json
+from pathlib import Path
+ours = load(TOKENIZER)
+Path(OUT).mkdir(parents=True, exist_ok=True)
+write_tokenizer_json(ours, Path(OUT) / "tokenizer.json")
+# gigatoken accepts only the regexes it has a fast pre-tokenizer for, spelled as it knows them
+import json
+document = json.loads((Path(OUT) / "tokenizer.json").read_text())
+known = {"gpt2": r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
+         "cl100k": r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s+"}
+from bpecli import PATTERNS
+name = next(n for n, p in PATTERNS.items() if p == ours.pattern)
+document["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = known[name]
+(Path(OUT) / "tokenizer.json").write_text(json.dumps(document))
+tok = gigatoken.Tokenizer(OUT + "/tokenizer.json")
+eot = ours.special_tokens[SPECIAL]
+t = time.perf_counter()
+docs = tok.encode_files(gigatoken.TextFileSource([CORPUS], separator=SPECIAL))
+flat = np.asarray(__import__("awkward").flatten(docs), dtype=np.uint32)
+lengths = np.asarray(__import__("awkward").num(docs), dtype=np.int64)
+ends = np.cumsum(lengths)
+ids = np.insert(flat, ends, eot)[: len(flat) + len(ends)]
+keep = np.repeat(lengths > 0, lengths + 1)  # empty documents are skipped, as bpecli does
+ids = ids[keep].astype(np.uint16 if max(ours.decoder) < 65536 else np.uint32)
+np.save(OUT + "/shard.npy", ids)
+took = time.perf_counter() - t
+ids = ids.tolist()
+"""
+
+GIGATOKEN_SHARD_JOBS = {"bpecli": SHARD_JOB.format(workers=2), "gigatoken": GIGATOKEN_SHARD_JOB}
+
+
 def assembled_corpus(size: str) -> str:
     """Real text beyond the benchmark corpus: the kernel docs, then the distinct Python source
     files of this machine's Python and its packages, documents separated by SPECIAL; "120mb" stops
@@ -273,29 +319,36 @@ def run_job(code: str, values: dict) -> dict:
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"benchmark job failed with status {proc.returncode}")
-    result = json.loads(out) if out.strip() else {}
+    lines = [line for line in out.splitlines() if line.startswith("{")]  # peers may print too
+    result = json.loads(lines[-1]) if lines else {}
     return {"seconds": result.get("took", wall), "peak_mib": peak[0] / 2**20, **result}
 
 
 def _sample_memory(proc: subprocess.Popen, peak: list) -> None:
-    """The largest sum of RSS over proc and its descendants, every 20 ms until it ends."""
-    page = os.sysconf("SC_PAGE_SIZE")
+    """The largest sum of PSS (each shared page split among the processes sharing it, so forked
+    workers are not counted twice) over proc and its descendants, every 50 ms until it ends."""
     while proc.poll() is None:
-        parents, rss = {}, {}
+        parents = {}
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
                 with open(f"/proc/{pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
+                    parents[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
             except OSError:
                 continue
-            parents[int(pid)], rss[int(pid)] = int(fields[1]), int(fields[21]) * page
         tree, grew = {proc.pid}, True
         while grew:
             more = {pid for pid, parent in parents.items() if parent in tree} - tree
             tree |= more
             grew = bool(more)
-        peak[0] = max(peak[0], sum(rss.get(pid, 0) for pid in tree))
-        time.sleep(0.02)
+        total = 0
+        for pid in tree:
+            try:
+                with open(f"/proc/{pid}/smaps_rollup") as f:
+                    total += next(int(line.split()[1]) for line in f if line.startswith("Pss:")) * 1024
+            except (OSError, StopIteration):
+                continue
+        peak[0] = max(peak[0], total)
+        time.sleep(0.05)
 
 
 def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
@@ -323,7 +376,7 @@ def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=["train", "encode", "shards", "shards-cl100k", "count", "startup", "pathological",
-                                         "dask", "memory"])
+                                         "dask", "memory", "gigatoken"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--corpus")
     parser.add_argument("--vocab", type=int, default=32000)
@@ -339,6 +392,14 @@ def main() -> None:
     values = {"CORPUS": corpus, "SPECIAL": SPECIAL, "GPT2_VOCAB": gpt2_vocab,
               "TOKENIZER": cl100k_file() if args.what == "shards-cl100k" else gpt2_vocab, "VOCAB": args.vocab}
     print(f"corpus {corpus} ({os.path.getsize(corpus) / 1e6:.1f} MB), {args.repeat} runs each, {os.cpu_count()} cores")
+    if args.what == "gigatoken":
+        size = os.path.getsize(corpus)
+        print(f"train, vocab {args.vocab:,}, 2 workers vs gigatoken.train_bpe")
+        compare(GIGATOKEN_TRAIN_JOBS, values, args.repeat, size)
+        for name, tokenizer in (("GPT-2", gpt2_vocab), ("cl100k_base", cl100k_file())):
+            print(f"encode --out, {name}, 2 workers vs gigatoken encode_files + np.save")
+            compare(GIGATOKEN_SHARD_JOBS, {**values, "TOKENIZER": tokenizer}, args.repeat, size)
+        return
     if args.what == "dask":
         for name in ("count", "shards"):
             compare({k: v for k, v in DASK_JOBS.items() if k.startswith(name)}, values, args.repeat, os.path.getsize(corpus))
