@@ -17,14 +17,15 @@ from .pretokenize import SAFE_CUT, is_preset, resolve_pattern, sorted_distinct
 from .tokenizer import Tokenizer, check_special_tokens
 
 
-def tie_break_key(left: bytes, right: bytes) -> bytes:
+def tie_break_key(left: bytes, right: bytes, descending=None) -> bytes:
     """A key whose ascending order is the descending order of (left, right) as byte strings.
 
     The heap is a min-heap, so among pairs of equal count the lexicographically greatest pair of
-    byte strings must sort first.
+    byte strings must sort first. descending(token) may give _descending(token) from a cache.
     Example: tie_break_key(b"b", b"a") < tie_break_key(b"a", b"z") < tie_break_key(b"a", b"")
     """
-    return _descending(left) + _descending(right)
+    descending = descending or _descending
+    return descending(left) + descending(right)
 
 
 def _descending(token: bytes) -> bytes:
@@ -99,12 +100,15 @@ def train_bpe(
     cuts = np.searchsorted(symbols[by_symbol], np.arange(257))
     where = [by_symbol[cuts[t] : cuts[t + 1]] for t in range(256)]  # where[token]: positions
 
-    # 3. A max-heap of (count, tie-break) as a min-heap of (-count, left part, right part, key):
-    #    comparing the two parts in turn is comparing tie_break_key, as each part ends in a
-    #    terminator no byte takes. Stale entries are re-checked against pair_counts when popped.
+    # 3. A max-heap of (count, tie-break) as a min-heap of (-count, tie_break_key, key). Stale
+    #    entries are re-checked against pair_counts when popped.
     token_bytes = [bytes([i]) for i in range(256)]
-    descending = [_descending(t) for t in token_bytes]  # tie_break_key in parts, per token
-    heap = [(-n, descending[k // base], descending[k % base], k) for k, n in pair_counts.items()]
+    descending = {t: _descending(t) for t in token_bytes}  # per token, made once
+
+    def entry(count: int, key: int) -> tuple[int, bytes, int]:
+        return -count, tie_break_key(token_bytes[key // base], token_bytes[key % base], descending.__getitem__), key
+
+    heap = [entry(n, k) for k, n in pair_counts.items()]
     heapq.heapify(heap)
 
     # 4. Merge: each merge rewrites only its occurrences and the pairs beside them, with numpy.
@@ -118,7 +122,7 @@ def train_bpe(
         new = len(token_bytes)
         merges.append((token_bytes[a], token_bytes[b]))
         token_bytes.append(token_bytes[a] + token_bytes[b])
-        descending.append(_descending(token_bytes[-1]))
+        descending[token_bytes[-1]] = _descending(token_bytes[-1])
         at = _occurrences(_candidates(where, a, b, symbols, prv), a, b, symbols, nxt)
         where.append(at.astype(np.int32))
         right = nxt[at]
@@ -136,7 +140,7 @@ def train_bpe(
         new_keys = _pair_keys(gained, symbols, nxt, base)
         _subtract_pairs(old_keys, weight[changed], pair_counts)
         for gained_key in _add_pairs(new_keys, weight[gained], pair_counts):
-            heapq.heappush(heap, (-pair_counts[gained_key], descending[gained_key // base], descending[gained_key % base], gained_key))
+            heapq.heappush(heap, entry(pair_counts[gained_key], gained_key))
         pair_counts.pop(key, None)
         if progress is not None:
             progress.update(1)
@@ -228,12 +232,12 @@ def _subtract_pairs(keys, weights, pair_counts: dict[int, int]) -> None:
 def _pop_best(heap: list, pair_counts: dict[int, int]) -> tuple[int, int] | None:
     """The pair with the highest current count (ties broken by the key), or None if none is left."""
     while heap:
-        neg, left, right, pair = heapq.heappop(heap)
+        neg, tie_break, pair = heapq.heappop(heap)
         current = pair_counts.get(pair, 0)
         if current == -neg:
             return current, pair
         if 0 < current < -neg:  # the count fell since this entry was pushed; a rise pushes anew
-            heapq.heappush(heap, (-current, left, right, pair))
+            heapq.heappush(heap, (-current, tie_break, pair))
     return None
 
 
