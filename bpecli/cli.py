@@ -47,6 +47,34 @@ def _on_sigterm(signum, frame):
     raise Terminated
 
 
+# Seconds a SIGTERM waits for the main thread to clean up before the process ends anyway.
+TERMINATE_GRACE = 5.0
+
+
+def _watch_signals() -> None:
+    """Take SIGTERM and Ctrl-C in a thread of their own (they are blocked in every other): it
+    raises them in the main thread, which cleans up as soon as it runs Python again, and ends the
+    process itself if the main thread stays held in C code (pyarrow opening a FIFO no one writes,
+    a stalled network read) past TERMINATE_GRACE. Shards stay safe either way: each is recorded
+    before its final name appears."""
+    import _thread
+    import signal
+    import threading
+    import time
+
+    wanted = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
+
+    def watch() -> None:
+        received = signal.sigwait(wanted)
+        _thread.interrupt_main(signal.Signals(received))
+        time.sleep(TERMINATE_GRACE)
+        _say("bpecli: terminated" if received == signal.SIGTERM else "bpecli: interrupted")
+        os._exit(143 if received == signal.SIGTERM else 130)
+
+    threading.Thread(target=watch, name="bpecli-signals", daemon=True).start()
+
+
 def _fail(message: str, status: int):
     _say(message)
     raise typer.Exit(status) from None
@@ -592,6 +620,7 @@ def main() -> None:
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")
     signal.signal(signal.SIGTERM, _on_sigterm)
+    _watch_signals()
     try:
         status = app(standalone_mode=False)
         sys.stdout.flush()  # here, where a full stdout is still one line (--version, --help >/dev/full)

@@ -177,6 +177,7 @@ def _serve(pipe, setup: Callable, args: tuple) -> None:
     # Ctrl-C and SIGTERM are the parent's to handle: it ends the workers, which go quietly
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})  # the CLI blocks them in its threads
     keep_freed_memory()
     state = setup(*args)
     while True:

@@ -437,6 +437,27 @@ def test_sigterm_to_a_multi_worker_run_is_one_line_and_resumable(gpt2_vocab, tmp
     assert {p.name: p.read_bytes() for p in (tmp_path / "cut").iterdir()} == whole
 
 
+@pytest.mark.parametrize("sig, status, message", [("SIGTERM", 143, "bpecli: terminated"), ("SIGINT", 130, "bpecli: interrupted")])
+def test_a_signal_ends_a_run_held_in_c_code(gpt2_vocab, tmp_path, sig, status, message):
+    """pyarrow opening a FIFO that no one writes never returns to Python, where signal handlers
+    run: the signal thread ends the process after its grace period, with the same line."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from bpecli.cli import TERMINATE_GRACE
+
+    fifo = tmp_path / "never.txt.gz"
+    os.mkfifo(fifo)
+    victim = subprocess.Popen([sys.executable, "-m", "bpecli", "encode", "-t", str(gpt2_vocab), str(fifo)],
+                              stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)  # started, and blocked in the open
+    victim.send_signal(getattr(signal, sig))
+    _, stderr = victim.communicate(timeout=TERMINATE_GRACE + 30)
+    assert victim.returncode == status and stderr.strip() == message, stderr
+
+
 def test_stdin_spooled_into_a_full_tmpdir_is_one_line_and_leaves_nothing(gpt2_vocab, tmp_path, tiny_disk):
     done = shell(f"head -c 1000000 /dev/zero | tr '\\0' a | TMPDIR={tiny_disk} bpecli encode -t {gpt2_vocab} - --out {tmp_path / 'out'} -q")
     assert done.returncode == 1
