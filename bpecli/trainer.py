@@ -104,9 +104,13 @@ def train_bpe(
     #    entries are re-checked against pair_counts when popped.
     token_bytes = [bytes([i]) for i in range(256)]
     descending = {t: _descending(t) for t in token_bytes}  # per token, made once
+    tie_breaks: dict[int, bytes] = {}  # per pair: a pair is pushed again each time it gains
 
     def entry(count: int, key: int) -> tuple[int, bytes, int]:
-        return -count, tie_break_key(token_bytes[key // base], token_bytes[key % base], descending.__getitem__), key
+        tie_break = tie_breaks.get(key)
+        if tie_break is None:
+            tie_break = tie_breaks[key] = tie_break_key(token_bytes[key // base], token_bytes[key % base], descending.__getitem__)
+        return -count, tie_break, key
 
     heap = [entry(n, k) for k, n in pair_counts.items()]
     heapq.heapify(heap)

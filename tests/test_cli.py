@@ -299,16 +299,29 @@ def test_inspect_verify_names_a_changed_shard(gpt2_vocab, tmp_path):
     assert "shard_00001.npy: sha256 does not match" in one_line_error(run("inspect", out, "--verify"))
 
 
-def test_bench_against_tiktoken(gpt2_vocab, kernel_docs_sample, tmp_path):
+def test_bench_against_tiktoken(gpt2_vocab, kernel_docs_sample, tmp_path, tiktoken_gpt2):
+    gpt2_tiktoken_ids = tiktoken_gpt2.encode_ordinary
     corpus = tmp_path / "c.txt"
     corpus.write_text(kernel_docs_sample[:300_000], encoding="utf-8")
     result = run("bench", "-t", gpt2_vocab, corpus, "--against", "tiktoken", "--repeat", 1, "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["identical"] is True and report["ratio"] > 0
-    assert report["bpecli"]["encode_mb_per_s"] > 0 and report["tiktoken"]["encode_mb_per_s"] > 0
+    assert report["identical"] is True and report["peer"] == "tiktoken"
+    assert report["ratio"] == pytest.approx(report["bpecli"]["encode_mb_per_s"] / report["tiktoken"]["encode_mb_per_s"])
+    assert report["bpecli"]["tokens"] == report["tiktoken"]["tokens"] == len(
+        [i for d in kernel_docs_sample[:300_000].split("<|endoftext|>") if d for i in gpt2_tiktoken_ids(d)])
     shown = run("bench", "-t", gpt2_vocab, corpus, "--against", "tiktoken", "--repeat", 1, "--workers", 2)
     assert "ids identical" in shown.output and fits_80_columns(shown.output)
+
+
+def test_bench_against_tokenizers_finds_the_same_ids(gpt2_vocab, kernel_docs_sample, tmp_path):
+    pytest.importorskip("tokenizers")
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(kernel_docs_sample[:100_000], encoding="utf-8")
+    result = run("bench", "-t", gpt2_vocab, corpus, "--against", "tokenizers", "--repeat", 1, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["identical"] is True and report["tokenizers"]["tokens"] == report["bpecli"]["tokens"] > 20_000
 
 
 def test_bench_without_the_peer_installed_is_a_clear_error(gpt2_vocab, tmp_path, monkeypatch):

@@ -73,3 +73,16 @@ def test_merging_stays_exact_when_the_hash_collides(monkeypatch):
     once = PieceCounts.of_spans(data, bounds)
     assert once.to_dict() == Counter(pieces)
     assert merge(once, once).to_dict() == {p: 2 * n for p, n in Counter(pieces).items()}
+
+
+def test_training_through_the_regex_gives_the_vectorised_merges(tmp_path, kernel_docs_sample):
+    """A custom pattern that finds the gpt2 pieces (gpt2's, in a group) counts with the regex,
+    one document at a time, and trains the preset's merges."""
+    from bpecli.trainer import train
+
+    path = tmp_path / "corpus.txt"
+    path.write_text(kernel_docs_sample[:300_000], encoding="utf-8")
+    custom = "(?:" + PATTERNS["gpt2"] + ")"
+    assert counting.vectorised_splitter(custom) is None
+    by_regex = train([path], vocab_size=600, special_tokens=["<|endoftext|>"], pattern=custom, workers=2)
+    assert by_regex.merges == train([path], vocab_size=600, special_tokens=["<|endoftext|>"], workers=2).merges

@@ -220,14 +220,16 @@ def test_a_full_disk_leaves_no_partial_shard(gpt2, sample_file, tmp_path, monkey
 
 
 def test_a_pattern_without_the_vectorised_path_shards_the_same_ids(cl100k_file, kernel_docs_sample, tmp_path):
-    """cl100k goes through the regex, one document at a time; ids as tiktoken's cl100k_base."""
+    """A custom pattern (cl100k's, in a group: the same pieces, but no preset) goes through the
+    regex, one document at a time; ids as tiktoken's cl100k_base."""
     import tiktoken
     from tiktoken.load import load_tiktoken_bpe
 
-    from bpecli import Tokenizer
+    from bpecli import PATTERNS, Tokenizer
 
-    tok = Tokenizer.load(cl100k_file)
-    theirs = tiktoken.Encoding("cl100k_base", pat_str=tok.pattern, mergeable_ranks=load_tiktoken_bpe(str(cl100k_file)),
+    tok = Tokenizer.load(cl100k_file, pattern="(?:" + PATTERNS["cl100k"] + ")")
+    assert tok._bulk_split is None  # no vectorised splitter for it: the regex path
+    theirs = tiktoken.Encoding("cl100k_base", pat_str=PATTERNS["cl100k"], mergeable_ranks=load_tiktoken_bpe(str(cl100k_file)),
                                special_tokens=tok.special_tokens)
     path = tmp_path / "sample.txt"
     path.write_text(kernel_docs_sample[:300_000], encoding="utf-8")

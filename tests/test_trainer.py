@@ -137,3 +137,38 @@ def test_training_without_special_tokens_counts_in_parallel_with_the_same_merges
     assert one.merges == two.merges
     if available_cpus() < 2:
         pytest.skip("one CPU: the pool is one process")
+
+
+def naive_pair_counts(counts: dict[str, int], merges: list[tuple[bytes, bytes]]) -> Counter:
+    """The pair counts after applying merges, recounted from scratch."""
+    words = {tuple(bytes([b]) for b in w.encode()): n for w, n in counts.items()}
+    for best in merges:
+        merged = {}
+        for word, n in words.items():
+            out, i = [], 0
+            while i < len(word):
+                if word[i : i + 2] == best:
+                    out.append(best[0] + best[1])
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            merged[tuple(out)] = merged.get(tuple(out), 0) + n
+        words = merged
+    pairs: Counter = Counter()
+    for word, n in words.items():
+        for pair in zip(word, word[1:]):
+            pairs[pair] += n
+    return pairs
+
+
+@pytest.mark.parametrize("min_frequency", [2, 3, 5, 8])
+def test_min_frequency_stops_where_the_best_pair_gets_rarer(min_frequency):
+    counts = {"low": 5, " lower": 2, " newest": 6, " widest": 3, "aaaa": 4, "abab": 3, " 日本語": 1, "xyz": 1}
+    every = train_bpe(counts, vocab_size=400)
+    stopped = train_bpe(counts, vocab_size=400, min_frequency=min_frequency)
+    assert stopped == every[: len(stopped)] and len(stopped) < len(every)
+    # every merge made was at least that frequent, and the best pair left is rarer
+    for done in range(len(stopped)):
+        assert naive_pair_counts(counts, stopped[:done])[stopped[done]] >= min_frequency
+    assert max(naive_pair_counts(counts, stopped).values()) < min_frequency
