@@ -17,10 +17,9 @@ from .corpus import Part, read_documents
 from .executor import map_in_order
 from .normalize import normalizer
 from .pretokenize import (
-    compiled, document_batches, group, pack_pieces, piece_hash, special_splitter, uncovered_error, vectorised_splitter,
+    LENGTH_SHIFT, PACKED_ROW_BYTES, compiled, document_batches, group, pack_pieces, piece_hash, special_splitter, uncovered_error, vectorised_splitter,
 )
 
-LENGTH_SHIFT = np.uint64(56)  # a packed piece's length sits in the top byte of `high`
 
 
 @dataclass(frozen=True)
@@ -43,10 +42,11 @@ class PieceCounts:
 
     def packed_bytes(self) -> tuple[np.ndarray, np.ndarray]:
         """(the bytes of every packed piece end to end, their lengths), in order."""
-        lengths = (self.high >> LENGTH_SHIFT).astype(np.int64)
-        rows = np.stack([self.low, self.high & ~(np.uint64(0xFF) << LENGTH_SHIFT)], axis=1).astype("<u8")
-        rows = rows.view(np.uint8).reshape(-1, 16)
-        return rows[np.arange(16) < lengths[:, None]], lengths
+        shift = np.uint64(LENGTH_SHIFT)
+        lengths = (self.high >> shift).astype(np.int64)
+        rows = np.stack([self.low, self.high & ~(np.uint64(0xFF) << shift)], axis=1).astype("<u8")
+        rows = rows.view(np.uint8).reshape(-1, PACKED_ROW_BYTES)
+        return rows[np.arange(PACKED_ROW_BYTES) < lengths[:, None]], lengths
 
     def long_pieces(self) -> list[bytes]:
         starts = np.concatenate(([0], self.long_ends[:-1])).tolist()

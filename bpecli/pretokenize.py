@@ -557,8 +557,12 @@ def vectorised_splitter(pattern: str):
     return {PATTERNS["gpt2"]: gpt2_piece_starts, PATTERNS["cl100k"]: cl100k_piece_starts, PATTERNS["o200k"]: o200k_piece_starts}.get(pattern)
 
 
-# Pieces of up to this many bytes are named by one Python int that packs their bytes and length.
+# The packed layout of a piece of up to PACKED_BYTES bytes: two little-endian uint64, `low`
+# holding bytes 0-7 and `high` bytes 8-14 and, in its top byte (from bit LENGTH_SHIFT), the
+# piece's length; viewed as bytes, a row of PACKED_ROW_BYTES whose first `length` are the piece.
 PACKED_BYTES = 15
+LENGTH_SHIFT = 56
+PACKED_ROW_BYTES = 16
 
 
 def pack_pieces(data: bytes, bounds):
@@ -598,7 +602,7 @@ def pack_spans(data: bytes, starts, sizes):
     masks = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
     low_size = np.minimum(sizes, 8)
     low = words[starts] & masks[low_size]
-    high = (words[starts + 8] & masks[sizes - low_size]) | (sizes.astype(np.uint64) << np.uint64(56))
+    high = (words[starts + 8] & masks[sizes - low_size]) | (sizes.astype(np.uint64) << np.uint64(LENGTH_SHIFT))
     return low, high
 
 

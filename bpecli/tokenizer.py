@@ -590,15 +590,15 @@ class Tokenizer:
         bytes objects. A piece that is a token is that token."""
         import numpy as np
 
-        from .pretokenize import piece_hash
+        from .pretokenize import LENGTH_SHIFT, PACKED_ROW_BYTES, piece_hash
 
         tokens = self._short_tokens
         slots = tokens.find(low, high, piece_hash(low, high))
         is_token = slots >= 0
-        sizes = (high >> np.uint64(56)).astype(np.int64)
+        sizes = (high >> np.uint64(LENGTH_SHIFT)).astype(np.int64)
         text = np.stack([low, high], axis=1).astype("<u8", copy=False).view(np.uint8).ravel()  # row i: piece i's bytes
         merged = np.flatnonzero(~is_token)
-        merged_ids, merged_counts = self._bpe_spans(text, merged * 16, sizes[merged])
+        merged_ids, merged_counts = self._bpe_spans(text, merged * PACKED_ROW_BYTES, sizes[merged])
         counts = np.ones(len(low), dtype=np.int64)
         counts[merged] = merged_counts
         ids = np.empty(int(counts.sum()), dtype=np.int64)
