@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import re
 import threading
 import uuid
 from collections import deque
@@ -38,7 +39,13 @@ def connect(scheduler: str) -> Any:
         raise BpecliError("--scheduler needs Dask: pip install 'bpecli[dask]' (dask[distributed])")
     with _connecting:
         if scheduler not in _clients:
-            where = {"scheduler_file": scheduler} if os.path.isfile(scheduler) else {"address": scheduler}
+            if os.path.isfile(scheduler):
+                where = {"scheduler_file": scheduler}
+            elif re.fullmatch(r"(\w+://)?[^/\s]+:\d+", scheduler):
+                where = {"address": scheduler}
+            else:
+                raise BpecliError(f"--scheduler {scheduler}: no such scheduler file, nor an address such as "
+                                  "tcp://host:8786")
             logging.getLogger("distributed").setLevel(logging.ERROR)  # a lost worker is retried, not news
             try:
                 # how long to try: Dask's own setting, distributed.comm.timeouts.connect (30 s)

@@ -152,6 +152,14 @@ def test_an_unreachable_scheduler_is_one_line(corpus, tmp_path):
     assert not (tmp_path / "tok").exists()
 
 
+@pytest.mark.parametrize("scheduler", ["/nonexistent/scheduler.json", "not an address"])
+def test_a_scheduler_that_is_neither_a_file_nor_an_address_is_one_line(corpus, tmp_path, scheduler):
+    done = subprocess.run([sys.executable, "-m", "bpecli", "train", str(corpus), "--vocab-size", "300",
+                           "--out", str(tmp_path / "tok"), "--scheduler", scheduler], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr == f"bpecli: error: --scheduler {scheduler}: no such scheduler file, nor an address such as tcp://host:8786\n"
+
+
 def test_a_local_run_never_imports_distributed(corpus, tmp_path, gpt2_vocab):
     script = (
         "import sys\n"
