@@ -68,13 +68,18 @@ def disconnect() -> None:
 ITEMS_PER_TASK = 4
 
 
+def threads(scheduler: str) -> int:
+    """The worker threads of the cluster: how many tasks run at once."""
+    return max(1, sum(connect(scheduler).nthreads().values()))
+
+
 def map_in_order(function: Callable, items: Iterable, setup: Callable, args: tuple, scheduler: str) -> Iterator:
     """See executor.map_in_order. Items go ITEMS_PER_TASK to a task; at most 2 tasks per worker
     thread are in flight."""
     client = connect(scheduler)
     name = f"bpecli-{uuid.uuid4().hex}"
     client.register_plugin(_Setup(setup, args), name=name)
-    in_flight = 2 * max(1, sum(client.nthreads().values()))
+    in_flight = 2 * threads(scheduler)
     pending: deque = deque()
     try:
         for batch in _batches(items, ITEMS_PER_TASK):

@@ -237,7 +237,7 @@ def check_apart(out: str | Path, names: list[str]) -> None:
     """--out may not be an input, nor a folder that holds one: writing it must never touch them."""
     target = Path(out).resolve()
     for name in names:
-        if name == "-" or "://" in name:
+        if name == "-" or is_uri(name):
             continue
         path = Path(name).resolve()
         if path == target or target in path.parents:

@@ -17,9 +17,9 @@ from .corpus import Part, read_documents
 from .executor import map_in_order
 from .normalize import normalizer
 from .pretokenize import (
-    LENGTH_SHIFT, PACKED_ROW_BYTES, compiled, document_batches, group, pack_pieces, piece_hash, special_splitter, uncovered_error, vectorised_splitter,
+    LENGTH_SHIFT, PACKED_ROW_BYTES, compiled, distinct_packed, document_batches, pack_pieces, piece_hash,
+    special_splitter, uncovered_error, vectorised_splitter,
 )
-
 
 
 @dataclass(frozen=True)
@@ -68,14 +68,18 @@ class PieceCounts:
         return PieceCounts(low, high, n[: len(low)], *_long(long_pieces, n[len(low):]))
 
     @staticmethod
+    def of_pieces(pieces: list[bytes], weights=None) -> PieceCounts:
+        """The counts of a list of pieces, each counted weights[i] times (once if no weights)."""
+        sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        return PieceCounts.of_spans(b"".join(pieces), np.concatenate(([0], np.cumsum(sizes))), weights)
+
+    @staticmethod
     def of_mapping(counts: Mapping[str, int] | Mapping[bytes, int]) -> PieceCounts:
         """From {piece: count} (pieces as str or bytes)."""
         pieces = [p.encode("utf-8") if isinstance(p, str) else p for p in counts]
         if not pieces:
             return EMPTY
-        sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-        weights = np.fromiter(counts.values(), dtype=np.float64, count=len(pieces))
-        return PieceCounts.of_spans(b"".join(pieces), np.concatenate(([0], np.cumsum(sizes))), weights)
+        return PieceCounts.of_pieces(pieces, np.fromiter(counts.values(), dtype=np.float64, count=len(pieces)))
 
 
 EMPTY = PieceCounts(np.zeros(0, np.uint64), np.zeros(0, np.uint64), np.zeros(0, np.int64), b"",
@@ -94,21 +98,12 @@ def merge(a: PieceCounts, b: PieceCounts) -> PieceCounts:
     if not len(b):
         return a
     low, high = np.concatenate([a.low, b.low]), np.concatenate([a.high, b.high])
-    first, groups = _distinct(low, high)
+    first, groups = distinct_packed(low, high, piece_hash(low, high))
     counts = np.bincount(groups, weights=np.concatenate([a.counts, b.counts]), minlength=len(first)).astype(np.int64)
     summed: dict[bytes, int] = {}  # long pieces are few: a dict adds them
     for piece, n in zip(a.long_pieces() + b.long_pieces(), a.long_counts.tolist() + b.long_counts.tolist()):
         summed[piece] = summed.get(piece, 0) + n
     return PieceCounts(low[first], high[first], counts, *_long(list(summed), list(summed.values())))
-
-
-def _distinct(low, high):
-    """(an index of each distinct (low, high), the group of every one), exactly."""
-    first, groups = group(piece_hash(low, high))
-    if (low[first][groups] == low).all() and (high[first][groups] == high).all():
-        return first, groups
-    _, first, groups = np.unique(np.stack([low, high], axis=1), axis=0, return_index=True, return_inverse=True)
-    return first, groups.ravel()
 
 
 class TreeSum:
@@ -172,9 +167,7 @@ def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
             if sum(map(len, found)) != len(document):
                 raise uncovered_error(counter.pattern, document)
             pieces += found
-        encoded = [p.encode("utf-8") for p in pieces]
-        sizes = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
-        total.add(PieceCounts.of_spans(b"".join(encoded), np.concatenate(([0], np.cumsum(sizes)))))
+        total.add(PieceCounts.of_pieces([p.encode("utf-8") for p in pieces]))
     return total.result(), part.weight
 
 

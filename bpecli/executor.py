@@ -69,7 +69,7 @@ def map_in_order(function: Callable, items: Iterable, *, workers: int, setup: Ca
 
         yield from cluster.map_in_order(function, items, setup, args, scheduler)
         return
-    workers = max(1, min(workers, available_cpus()))
+    workers = parallelism(workers)
     if workers == 1:
         state = setup(*args)
         yield from (function(state, item) for item in items)
@@ -82,7 +82,7 @@ def parallelism(workers: int, scheduler: str | None = None) -> int:
     if scheduler:
         from . import cluster
 
-        return max(1, sum(cluster.connect(scheduler).nthreads().values()))
+        return cluster.threads(scheduler)
     return max(1, min(workers, available_cpus()))
 
 

@@ -576,17 +576,12 @@ def pack_pieces(data: bytes, bounds):
     starts, sizes = bounds[:-1], np.diff(bounds)
     packed = np.flatnonzero(sizes <= PACKED_BYTES)
     low, high = pack_spans(data, starts[packed], sizes[packed])
-    # one uint64 per piece for numpy to sort; a collision is caught below and settled exactly
     mixed = piece_hash(low, high)
-    first, packed_codes = group(mixed)
-    if not ((low[first][packed_codes] == low).all() and (high[first][packed_codes] == high).all()):
-        index: dict = {}
-        packed_codes = np.array([index.setdefault(pair, len(index)) for pair in zip(low.tolist(), high.tolist())], dtype=np.int64)
-        first = np.unique(packed_codes, return_index=True)[1]
+    first, packed_codes = distinct_packed(low, high, mixed)
     codes = np.empty(len(starts), dtype=np.int64)
     codes[packed] = packed_codes
     long_at = np.flatnonzero(sizes > PACKED_BYTES)
-    index = {}
+    index: dict[bytes, int] = {}
     if len(long_at):
         long_codes = [index.setdefault(data[a:b], len(index)) for a, b in zip(starts[long_at].tolist(), bounds[long_at + 1].tolist())]
         codes[long_at] = np.array(long_codes, dtype=np.int64) + len(first)
@@ -604,6 +599,19 @@ def pack_spans(data: bytes, starts, sizes):
     low = words[starts] & masks[low_size]
     high = (words[starts + 8] & masks[sizes - low_size]) | (sizes.astype(np.uint64) << np.uint64(LENGTH_SHIFT))
     return low, high
+
+
+def distinct_packed(low, high, mixed):
+    """(an index of each distinct packed piece, the number of every piece's group), exactly.
+    mixed (piece_hash) is one uint64 per piece for numpy to sort; pieces whose hashes collide are
+    caught and settled by comparing both words."""
+    import numpy as np
+
+    first, codes = group(mixed)
+    if (low[first][codes] == low).all() and (high[first][codes] == high).all():
+        return first, codes
+    _, first, codes = np.unique(np.stack([low, high], axis=1), axis=0, return_index=True, return_inverse=True)
+    return first, codes.ravel()
 
 
 def group(values):

@@ -434,9 +434,18 @@ def file_sha256(path: Path) -> str:
 
 
 def _write_json_atomically(document: dict, path: Path) -> None:
-    temporary = path.with_name(path.name + ".partial")
+    _write_atomically((json.dumps(document, indent=1) + "\n").encode("utf-8"), path, path.with_name(path.name + ".partial"))
+
+
+def _write_atomically(data: bytes, path: Path, temporary: Path, sync: bool = False) -> None:
+    """data under path, whole or not at all: written to temporary (flushed to disk if sync) and
+    renamed; the temporary file never stays behind."""
     try:
-        temporary.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        with open(temporary, "wb") as f:
+            f.write(data)
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
@@ -447,19 +456,6 @@ def _split_of(file: str) -> str:
     """The split a shard file belongs to. Example: "val_00003.npy" -> "val"; "train.bin" -> "train"
     """
     return re.split(r"[_.]", file, maxsplit=1)[0]
-
-
-def _write_array_atomically(array: np.ndarray, path: Path) -> None:
-    temporary = path.with_name("." + path.name + ".partial")
-    try:
-        with open(temporary, "wb") as f:
-            np.save(f, array.astype("<i8"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
 
 
 def _npy_header(dtype: str, length: int) -> bytes:
@@ -616,9 +612,12 @@ class _ShardWriter:
         stream.file = None
         name = shard_name(len(stream.shards), self.format, stream.split)
         index = self.out / index_name(name)
-        self._guarded(_write_array_atomically, np.concatenate(stream.starts), index)
+        buffer = io.BytesIO()
+        np.save(buffer, np.concatenate(stream.starts).astype("<i8"))
+        self._guarded(_write_atomically, buffer.getvalue(), index, index.with_name(f".{index.name}.partial"), True)
         shard = {"file": name, "tokens": stream.count, "documents": stream.documents, "sha256": file_sha256(temporary),
-                 "index": index.name, "index_sha256": file_sha256(index), "next_part": next_part, "skip": skip}
+                 "index": index.name, "index_sha256": hashlib.sha256(buffer.getvalue()).hexdigest(),
+                 "next_part": next_part, "skip": skip}
         self.shards.append(shard)
         stream.shards.append(shard)
         if not self.journaled or time.monotonic() - self.journaled_at > self.JOURNAL_SECONDS:

@@ -229,7 +229,7 @@ docs = tok.encode_files(gigatoken.TextFileSource([CORPUS], separator=SPECIAL))
 flat = np.asarray(__import__("awkward").flatten(docs), dtype=np.uint32)
 lengths = np.asarray(__import__("awkward").num(docs), dtype=np.int64)
 ends = np.cumsum(lengths)
-ids = np.insert(flat, ends, eot)[: len(flat) + len(ends)]
+ids = np.insert(flat, ends, eot)
 keep = np.repeat(lengths > 0, lengths + 1)  # empty documents are skipped, as bpecli does
 ids = ids[keep].astype(np.uint16 if max(ours.decoder) < 65536 else np.uint32)
 np.save(OUT + "/shard.npy", ids)

@@ -26,19 +26,24 @@ def naive_train_bpe(counts: dict[str, int], n_merges: int) -> list[tuple[bytes, 
             break
         best = max(pairs, key=lambda p: (pairs[p], p))
         merges.append(best)
-        merged = {}
-        for word, n in words.items():
-            out, i = [], 0
-            while i < len(word):
-                if word[i : i + 2] == best:
-                    out.append(best[0] + best[1])
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            merged[tuple(out)] = merged.get(tuple(out), 0) + n
-        words = merged
+        words = apply_merge(words, best)
     return merges
+
+
+def apply_merge(words: dict[tuple, int], best: tuple[bytes, bytes]) -> dict[tuple, int]:
+    """Every word with the pair best merged, left to right."""
+    merged: dict[tuple, int] = {}
+    for word, n in words.items():
+        out, i = [], 0
+        while i < len(word):
+            if word[i : i + 2] == best:
+                out.append(best[0] + best[1])
+                i += 2
+            else:
+                out.append(word[i])
+                i += 1
+        merged[tuple(out)] = merged.get(tuple(out), 0) + n
+    return merged
 
 
 def test_golden_example_by_hand():
@@ -143,18 +148,7 @@ def naive_pair_counts(counts: dict[str, int], merges: list[tuple[bytes, bytes]])
     """The pair counts after applying merges, recounted from scratch."""
     words = {tuple(bytes([b]) for b in w.encode()): n for w, n in counts.items()}
     for best in merges:
-        merged = {}
-        for word, n in words.items():
-            out, i = [], 0
-            while i < len(word):
-                if word[i : i + 2] == best:
-                    out.append(best[0] + best[1])
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            merged[tuple(out)] = merged.get(tuple(out), 0) + n
-        words = merged
+        words = apply_merge(words, best)
     pairs: Counter = Counter()
     for word, n in words.items():
         for pair in zip(word, word[1:]):
