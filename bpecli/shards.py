@@ -341,6 +341,14 @@ def _prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
     """The finished manifest if out holds this very run complete; else the shards kept from an
     interrupted run of it (checksums verified), with everything else of ours cleared away."""
     manifest_path, journal_path = out / MANIFEST, out / JOURNAL
+    if not manifest_path.exists() and not journal_path.exists():
+        # shard names in a folder bpecli has no record in are someone else's (nanoGPT's own
+        # train.bin, say): never replaced, --force or not
+        foreign = sorted(p.name for p in out.iterdir() if _SHARD_NAME.fullmatch(p.name))
+        if foreign:
+            named = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            raise OutputError(f"{out} holds {named}, which bpecli has no record of writing; move them away "
+                              "or choose another --out")
     if force:
         _clear(out, keep=set())
         return []
@@ -364,8 +372,6 @@ def _prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
             if not path.is_file() or file_sha256(path) != shard["sha256"]:
                 break
             kept.append(shard)
-    elif any(_SHARD_NAME.fullmatch(p.name) for p in out.iterdir()):
-        raise OutputError(f"{out} holds shards that bpecli did not record writing; use --force to replace them")
     _clear(out, keep={name for shard in kept for name in (shard["file"], shard.get("index"))})
     return [dict(shard, parts=recorded) for shard in kept]
 

@@ -513,3 +513,16 @@ def test_nanogpt_bins_are_the_raw_tokens_of_each_split(gpt2, sample_file, tmp_pa
 def test_a_validation_fraction_outside_0_and_1_is_an_error(gpt2, sample_file, tmp_path):
     with pytest.raises(BpecliError, match="--val-fraction 1.5"):
         write_shards(gpt2, [str(sample_file)], tmp_path / "out", val_fraction=1.5)
+
+
+def test_shard_names_bpecli_has_no_record_of_are_never_replaced(gpt2, sample_file, tmp_path):
+    """A nanoGPT data folder already holding its own train.bin: refused, --force or not, and kept."""
+    out = tmp_path / "data"
+    out.mkdir()
+    (out / "train.bin").write_bytes(b"their tokens")
+    (out / "prepare.py").write_text("# theirs\n")
+    for force in (False, True):
+        with pytest.raises(OutputError, match="holds train.bin, which bpecli has no record of writing"):
+            write_shards(gpt2, [str(sample_file)], out, shard_format="nanogpt", force=force)
+    assert (out / "train.bin").read_bytes() == b"their tokens"
+    assert sorted(p.name for p in out.iterdir()) == [LOCK, "prepare.py", "train.bin"]
