@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import heapq
+import bisect
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -13,37 +13,23 @@ from .errors import BpecliError, InputError
 from .counting import PieceCounts, count_pretokens
 from .executor import parallelism, progress_bar
 from .normalize import check as check_normalize
-from .pretokenize import SAFE_CUT, is_preset, resolve_pattern, sorted_distinct
+from .pretokenize import SAFE_CUT, is_preset, resolve_pattern
 from .tokenizer import Tokenizer, check_special_tokens
 
 
-def tie_break_key(left: bytes, right: bytes, descending=None) -> bytes:
-    """A key whose ascending order is the descending order of (left, right) as byte strings.
-
-    The heap is a min-heap, so among pairs of equal count the lexicographically greatest pair of
-    byte strings must sort first. descending(token) may give _descending(token) from a cache.
-    Example: tie_break_key(b"b", b"a") < tie_break_key(b"a", b"z") < tie_break_key(b"a", b"")
+def tie_break_key(left: bytes, right: bytes) -> tuple[bytes, bytes]:
+    """Of pairs of equal count, the one whose key is greatest merges first: the pair as byte strings,
+    compared left token first (a token sorts after every token it is a prefix of).
+    Example: tie_break_key(b"a", b"b") < tie_break_key(b"a", b"bc") < tie_break_key(b"b", b"a")
     """
-    descending = descending or _descending
-    return descending(left) + descending(right)
-
-
-def _descending(token: bytes) -> bytes:
-    """Each byte b becomes 255 - b, and 256 (which no byte takes) ends the token, so that a
-    token sorts after every token it is a prefix of; each number as 2 bytes, big-endian (bytes
-    compare like the tuple of those numbers, in a third of a tuple's memory)."""
-    key = bytearray(2 * len(token) + 2)
-    key[1:-2:2] = token.translate(_INVERTED)  # the high bytes stay 0
-    key[-2] = 1  # 256 = 0x0100
-    return bytes(key)
-
-
-_INVERTED = bytes(range(255, -1, -1))
+    return left, right
 
 
 _MAX_VOCAB = 2**31 - 1
 # A training part of the corpus is at most this big: a worker holds its text, documents and counts.
 MAX_PART_BYTES = 16 << 20
+NO_PAIR = 0  # the pair id of a position no pair starts at (a word's last symbol, a merged-away one)
+BLOCK = 256  # pair ids per block of the blocked maximum: a block's largest count is kept apart
 
 
 def merges_wanted(vocab_size: int, special_tokens: Sequence[str]) -> int:
@@ -70,179 +56,224 @@ def train_bpe(
     """The merges of a byte-level BPE trained on pre-token counts, best first.
 
     counts: {piece: count} (pieces as str or bytes) or counting.PieceCounts. vocab_size counts the
-    256 bytes, the merges and the special tokens. Ties go to the
-    lexicographically greatest pair of byte strings.
+    256 bytes, the merges and the special tokens. Ties go to the greatest tie_break_key.
     Example: {"aaabdaaabac": 1} with vocab_size 259 -> [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")]
     """
     n_merges = merges_wanted(vocab_size, special_tokens)
-    # 1. The word table: every distinct pre-token's bytes end to end in one array of symbols,
-    #    linked within its word by next/prev positions, each position weighted by its word's count.
     if not isinstance(counts, PieceCounts):
         counts = PieceCounts.of_mapping(counts)
-    symbols, lengths, freqs = _words(counts)
-    weight = np.repeat(freqs, lengths)
-    ends = np.cumsum(lengths)
-    nxt = np.arange(1, len(symbols) + 1, dtype=np.int32)  # int32: half the memory of int64
-    nxt[ends - 1] = -1
-    prv = np.arange(-1, len(symbols) - 1, dtype=np.int32)
-    prv[ends - lengths] = -1
-    del freqs, lengths, ends
-    base = 256 + n_merges  # a pair (left, right) is the key left * base + right
-
-    # 2. Pair counts, and where each token is: a pair (x, y) can only start where x is (or end
-    #    where y is), so the positions of its tokens index every pair, in far less memory than
-    #    positions per pair. Byte tokens start with all their positions, ascending.
-    pair_counts: dict[int, int] = {}
-    for lo in range(0, len(symbols), 1 << 18):  # in slices, so that temporaries stay small
-        starts = lo + np.flatnonzero(nxt[lo : lo + (1 << 18)] >= 0).astype(np.int32)
-        _add_pairs(_pair_keys(starts, symbols, nxt, base), weight[starts], pair_counts)
-    by_symbol = np.argsort(symbols.astype(np.uint8), kind="stable").astype(np.int32)
-    cuts = np.searchsorted(symbols[by_symbol], np.arange(257))
-    where = [by_symbol[cuts[t] : cuts[t + 1]] for t in range(256)]  # where[token]: positions
-
-    # 3. A max-heap of (count, tie-break) as a min-heap of (-count, tie_break_key, key). Stale
-    #    entries are re-checked against pair_counts when popped.
+    words = _Words.of(counts)
     token_bytes = [bytes([i]) for i in range(256)]
-    descending = {t: _descending(t) for t in token_bytes}  # per token, made once
-    tie_breaks: dict[int, bytes] = {}  # per pair: a pair is pushed again each time it gains
-
-    def entry(count: int, key: int) -> tuple[int, bytes, int]:
-        tie_break = tie_breaks.get(key)
-        if tie_break is None:
-            tie_break = tie_breaks[key] = tie_break_key(token_bytes[key // base], token_bytes[key % base], descending.__getitem__)
-        return -count, tie_break, key
-
-    heap = [entry(n, k) for k, n in pair_counts.items()]
-    heapq.heapify(heap)
-
-    # 4. Merge: each merge rewrites only its occurrences and the pairs beside them, with numpy.
+    pairs = _Pairs(token_bytes)
+    words.number_byte_pairs(pairs)
     merges: list[tuple[bytes, bytes]] = []
     while len(merges) < n_merges:
-        best = _pop_best(heap, pair_counts)
-        if best is None or best[0] < max(min_frequency, 1):
+        best = pairs.best()
+        if best is None or pairs.count[best] < max(min_frequency, 1):
             break
-        key = best[1]
-        a, b = divmod(key, base)
-        new = len(token_bytes)
+        a, b = int(pairs.left[best]), int(pairs.right[best])
         merges.append((token_bytes[a], token_bytes[b]))
         token_bytes.append(token_bytes[a] + token_bytes[b])
-        descending[token_bytes[-1]] = _descending(token_bytes[-1])
-        at = _occurrences(_candidates(where, a, b, symbols, prv), a, b, symbols, nxt)
-        where.append(at.astype(np.int32))
-        right = nxt[at]
-        # the pairs that change: the one before each occurrence, the occurrence, the one after
-        changed = sorted_distinct(np.concatenate([prv[at], at, right]))
-        changed = changed[(changed >= 0) & (nxt[changed] >= 0)]
-        old_keys = _pair_keys(changed, symbols, nxt, base)
-        symbols[at] = new
-        symbols[right] = -1  # a dead position: no pair key can match it
-        after = nxt[right]
-        nxt[at] = after
-        prv[after[after >= 0]] = at[after >= 0]
-        gained = sorted_distinct(np.concatenate([prv[at], at]))
-        gained = gained[(gained >= 0) & (nxt[gained] >= 0)]
-        new_keys = _pair_keys(gained, symbols, nxt, base)
-        _subtract_pairs(old_keys, weight[changed], pair_counts)
-        for gained_key in _add_pairs(new_keys, weight[gained], pair_counts):
-            heapq.heappush(heap, entry(pair_counts[gained_key], gained_key))
-        pair_counts.pop(key, None)
+        words.merge(best, a, b, pairs)
         if progress is not None:
             progress.update(1)
     return merges
 
 
-def _words(counts: PieceCounts):
-    """(every piece of two or more bytes end to end as int32 symbols, each one's length, its count):
+class _Words:
+    """Every distinct pre-token's symbols end to end, linked within its word (next/prev positions),
+    each position weighted by its word's count and holding the id of the pair starting there.
+
+    Position n (one past the last) is a sentinel: -1, "no neighbour", indexes it, so it reads as
+    symbol -1, weight 0 and NO_PAIR, and lookups through next/prev need no masks. Each pair keeps
+    the positions it was made at (found[found_from[p]:found_from[p + 1]], ascending): a merge reads
+    them, skipping those the pair has left since. Every position made is kept once, so there are at
+    most three times as many as symbols (each merge removes a symbol and makes two).
+    """
+
+    def __init__(self, symbols, nxt, prv, weight):
+        self.symbols, self.nxt, self.prv, self.weight = symbols, nxt, prv, weight
+        self.pair_at = np.zeros(len(symbols), dtype=np.int32)
+        self.found = np.zeros(len(symbols), dtype=np.int32)
+        self.found_from = np.zeros(BLOCK, dtype=np.int64)
+        self.n_tokens = 256
+
+    @classmethod
+    def of(cls, counts: PieceCounts) -> _Words:
+        data, lengths, freqs = _pieces_of_two_bytes_or_more(counts)
+        n = len(data)
+        symbols = np.concatenate([data, [-1]]).astype(np.int32)
+        weight = np.concatenate([np.repeat(freqs, lengths), [0]]).astype(np.int64)
+        ends = np.cumsum(lengths)
+        nxt = np.arange(1, n + 2, dtype=np.int32)  # int32: half the memory of int64
+        nxt[ends - 1] = -1
+        nxt[n] = -1
+        prv = np.arange(-1, n, dtype=np.int32)
+        prv[ends - lengths] = -1
+        return cls(symbols, nxt, prv, weight)
+
+    def number_byte_pairs(self, pairs: _Pairs) -> None:
+        """Give every pair of bytes in the words an id and its count."""
+        made = np.flatnonzero(self.nxt[:-1] >= 0).astype(np.int32)
+        keys = (self.symbols[made] << 8 | self.symbols[made + 1]).astype(np.uint16)  # next byte: at + 1
+        self._number(pairs, made, keys, lambda key: (key >> 8, key & 255))
+
+    def merge(self, best: int, a: int, b: int, pairs: _Pairs) -> None:
+        """Merge pair best, (a, b), everywhere into the next token: the pairs beside each occurrence
+        lose its count, the pairs the new token makes are numbered and counted."""
+        symbols, nxt, prv, pair_at = self.symbols, self.nxt, self.prv, self.pair_at
+        new = self.n_tokens
+        self.n_tokens += 1
+        at = self._occurrences(best, a == b)
+        w = self.weight[at]
+        before, right = prv[at], nxt[at]
+        after = nxt[right]
+        # 1. The pair before each occurrence, (x, a), and the one after it, (b, y), are lost. Side by
+        #    side ("ab ab") the pair after one is the pair before the next: it goes once.
+        side_by_side = np.zeros(len(at), dtype=bool)
+        side_by_side[1:] = before[1:] == right[:-1]
+        before[side_by_side] = -1
+        pairs.subtract(np.concatenate([pair_at[before], pair_at[right]]), np.concatenate([w, w]))
+        pairs.count[best] = 0
+        # 2. Relink: a's position takes the new token, b's dies.
+        symbols[at] = new
+        symbols[right] = -1
+        pair_at[at] = NO_PAIR
+        pair_at[right] = NO_PAIR
+        nxt[at] = after
+        prv[after] = at
+        prv[-1] = -1
+        # 3. The pairs the new token makes, all new: (new, y) at each occurrence and (x, new) before it
+        #    (side by side, (new, new) is the first occurrence's (new, y)). Keys: y, or new + 1 + x.
+        follow, lead = symbols[after], symbols[before]
+        made = np.concatenate([at[follow >= 0], before[lead >= 0]])
+        keys = np.concatenate([follow[follow >= 0], lead[lead >= 0] + (new + 1)])
+        if new < (1 << 15) - 1:  # keys fit 16 bits, which numpy's stable sort sorts by radix
+            keys = keys.astype(np.uint16)
+        self._number(pairs, made, keys,
+                     lambda key: (np.where(key <= new, new, key - (new + 1)), np.where(key <= new, key, new)))
+
+    def _number(self, pairs: _Pairs, made, keys, left_right) -> None:
+        """Number the pairs starting at positions made, one id per distinct key (left_right(keys) ->
+        their tokens), with their counts, and keep their positions."""
+        if not len(made):
+            return
+        order = np.argsort(keys, kind="stable")  # positions stay ascending within a key
+        keys, made = keys[order], made[order]
+        first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        left, right = left_right(keys[first].astype(np.int64))
+        ids = pairs.add(left, right, np.add.reduceat(self.weight[made], first))
+        self.pair_at[made] = np.repeat(ids, np.diff(np.append(first, len(made))))
+        used = self.found_from[ids[0]]
+        self.found = _room(self.found, used + len(made))
+        self.found[used : used + len(made)] = made
+        self.found_from = _room(self.found_from, int(ids[-1]) + 2)
+        self.found_from[ids] = used + first
+        self.found_from[ids[-1] + 1] = used + len(made)
+
+    def _occurrences(self, best: int, overlapping: bool):
+        """The positions where pair best starts, left to right without overlaps (as str.replace
+        would merge them).
+
+        Example: symbols "aaaa" (overlapping: the pair is (a, a)) -> [0, 2]
+        """
+        found = self.found[self.found_from[best] : self.found_from[best + 1]]
+        at = found[self.pair_at[found] == best]
+        if overlapping and len(at) > 1:  # "aaa": the occurrences at 0 and 1 overlap; 0 goes first
+            chained = np.zeros(len(at), dtype=bool)
+            chained[1:] = at[1:] == self.nxt[at[:-1]]
+            run_start = np.maximum.accumulate(np.where(chained, 0, np.arange(len(at))))
+            at = at[(np.arange(len(at)) - run_start) % 2 == 0]
+        return at
+
+
+def _room(array, size: int, fill: int = 0):
+    """array, or a copy with room for size items (at least twice as long), the new ones fill."""
+    if size <= len(array):
+        return array
+    grown = np.full(max(size, 2 * len(array)), fill, dtype=array.dtype)
+    grown[: len(array)] = array
+    return grown
+
+
+class _Pairs:
+    """Pair id -> left token, right token, count, with the best pair found by a blocked maximum.
+
+    A pair's count is set when the pair is made (every pair the new token makes is new) and then
+    only falls, so the best count never rises: the pairs of the best count are listed once, in
+    tie-break order, and later pairs of that count join the list. block_max[i] bounds the counts of
+    pair ids i*BLOCK... from above (a fall leaves it stale; it is mended when it is the largest).
+    """
+
+    def __init__(self, token_bytes: list[bytes]):
+        self.token_bytes = token_bytes
+        self.left = np.zeros(BLOCK, dtype=np.int32)
+        self.right = np.zeros(BLOCK, dtype=np.int32)
+        self.count = np.full(BLOCK, -1, dtype=np.int64)  # -1: no pair yet
+        self.count[NO_PAIR] = 0
+        self.block_max = np.zeros(1, dtype=np.int64)
+        self.size = NO_PAIR + 1
+        self.level = 0  # the count of the pairs in ties
+        self.ties: list[int] = []  # pairs of count level, the greatest tie_break_key last
+
+    def key(self, pair: int) -> tuple[bytes, bytes]:
+        return tie_break_key(self.token_bytes[self.left[pair]], self.token_bytes[self.right[pair]])
+
+    def add(self, left, right, count):
+        """Number new pairs; their ids."""
+        start, end = self.size, self.size + len(count)
+        if end > len(self.count):
+            capacity = -(-max(end, 2 * len(self.count)) // BLOCK) * BLOCK
+            self.left, self.right = _room(self.left, capacity), _room(self.right, capacity)
+            self.count = _room(self.count, capacity, fill=-1)
+            self.block_max = _room(self.block_max, capacity // BLOCK, fill=-1)
+        self.left[start:end], self.right[start:end], self.count[start:end] = left, right, count
+        self.size = end
+        lo, hi = start // BLOCK, -(-end // BLOCK)
+        self.block_max[lo:hi] = self.count[lo * BLOCK : hi * BLOCK].reshape(-1, BLOCK).max(axis=1)
+        ids = np.arange(start, end, dtype=np.int32)
+        if self.level and (count == self.level).any():  # a tie with the pairs listed
+            for pair in ids[count == self.level].tolist():
+                bisect.insort(self.ties, pair, key=self.key)
+        return ids
+
+    def subtract(self, ids, counts) -> None:
+        np.subtract.at(self.count, ids, counts)
+
+    def best(self) -> int | None:
+        """The pair of the highest count, ties to the greatest tie_break_key; None if no pair is left."""
+        while self.ties:
+            if self.count[self.ties[-1]] == self.level:
+                return self.ties[-1]
+            self.ties.pop()  # it fell
+        while True:  # the largest block maximum, mended until it is true
+            block = int(self.block_max.argmax())
+            top = int(self.block_max[block])
+            if top <= 0:
+                return None
+            true = int(self.count[block * BLOCK : (block + 1) * BLOCK].max())
+            if true == top:
+                break
+            self.block_max[block] = true
+        blocks = np.flatnonzero(self.block_max == top)
+        ids = (blocks[:, None] * BLOCK + np.arange(BLOCK)).ravel()
+        counts = self.count[ids]
+        self.block_max[blocks] = counts.reshape(-1, BLOCK).max(axis=1)
+        self.level = top
+        self.ties = sorted(ids[counts == top].tolist(), key=self.key)
+        return self.ties[-1]
+
+
+def _pieces_of_two_bytes_or_more(counts: PieceCounts):
+    """(the bytes of every piece of two or more bytes end to end, each one's length, its count):
     a single byte holds no pair."""
     packed, packed_lengths = counts.packed_bytes()
-    long_ends = counts.long_ends
-    long_lengths = np.diff(np.concatenate(([0], long_ends)))
+    long_lengths = np.diff(np.concatenate(([0], counts.long_ends)))
     data = np.concatenate([packed, np.frombuffer(counts.long_bytes, dtype=np.uint8)])
     lengths = np.concatenate([packed_lengths, long_lengths])
     freqs = np.concatenate([counts.counts, counts.long_counts])
     kept = lengths > 1
-    symbols = data[np.repeat(kept, lengths)].astype(np.int32)
-    return symbols, lengths[kept], freqs[kept]
-
-
-def _pair_keys(positions, symbols, nxt, base: int):
-    """The key of the pair that starts at each position (which must have a next symbol)."""
-    return symbols[positions].astype(np.int64) * base + symbols[nxt[positions]]
-
-
-def _occurrences(candidates, a: int, b: int, symbols, nxt):
-    """The positions where pair (a, b) starts now, each once, left to right without overlaps
-    (as str.replace would merge them): candidates may be stale or repeated.
-
-    Example: symbols "aaaa" (a == b), candidates [0, 1, 2] -> [0, 2]
-    """
-    at = sorted_distinct(candidates)
-    follow = nxt[at]
-    at = at[(follow >= 0) & (symbols[at] == a) & (symbols[np.maximum(follow, 0)] == b)]
-    if a == b and len(at) > 1:  # "aaa": the occurrences at 0 and 1 overlap; 0 goes first
-        chained = np.zeros(len(at), dtype=bool)
-        chained[1:] = at[1:] == nxt[at[:-1]]
-        run_start = np.maximum.accumulate(np.where(chained, 0, np.arange(len(at))))
-        at = at[(np.arange(len(at)) - run_start) % 2 == 0]
-    return at
-
-
-def _add_pairs(keys, weights, pair_counts: dict[int, int]) -> list[int]:
-    """Add the pairs keys (with their words' weights) to the counts; the distinct keys."""
-    if not len(keys):
-        return []
-    keys, totals = _sum_by_key(keys, weights)
-    distinct = keys.tolist()
-    for k, n in zip(distinct, totals.tolist()):
-        pair_counts[k] = pair_counts.get(k, 0) + n
-    return distinct
-
-
-def _sum_by_key(keys, weights):
-    """(the distinct keys, sorted; the sum of the weights of each).
-
-    Example: keys [5, 3, 5], weights [1, 2, 3] -> ([3, 5], [2, 4])
-    """
-    if keys.max() < 1 << 31:  # key and index share one int64: a plain sort, faster than argsort
-        packed = (keys << 32) | np.arange(len(keys), dtype=np.int64)
-        packed.sort()
-        order, keys = packed & 0xFFFFFFFF, packed >> 32
-    else:  # vocabularies past about 46,000 tokens have larger keys
-        order = np.argsort(keys)
-        keys = keys[order]
-    first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    return keys[first], np.add.reduceat(weights[order], first)
-
-
-def _candidates(where: list, a: int, b: int, symbols, prv):
-    """Positions where pair (a, b) may start: where a is, or just before where b is, whichever
-    list is shorter. The list read is pruned of positions its token has left (merged away)."""
-    left, right = where[a], where[b]
-    if len(left) <= len(right):
-        where[a] = left = left[symbols[left] == a]
-        return left
-    where[b] = right = right[symbols[right] == b]
-    before = prv[right]
-    return before[before >= 0]
-
-
-def _subtract_pairs(keys, weights, pair_counts: dict[int, int]) -> None:
-    if len(keys) > 32:  # many occurrences of few pairs: sum them per pair first
-        keys, weights = _sum_by_key(keys, weights)
-    for k, n in zip(keys.tolist(), weights.tolist()):
-        pair_counts[k] -= n
-
-
-def _pop_best(heap: list, pair_counts: dict[int, int]) -> tuple[int, int] | None:
-    """The pair with the highest current count (ties broken by the key), or None if none is left."""
-    while heap:
-        neg, tie_break, pair = heapq.heappop(heap)
-        current = pair_counts.get(pair, 0)
-        if current == -neg:
-            return current, pair
-        if 0 < current < -neg:  # the count fell since this entry was pushed; a rise pushes anew
-            heapq.heappush(heap, (-current, tie_break, pair))
-    return None
+    return data[np.repeat(kept, lengths)], lengths[kept], freqs[kept]
 
 
 def counting_part_bytes(total_bytes: int, parallel: int) -> int:

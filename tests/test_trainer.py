@@ -52,9 +52,9 @@ def test_golden_example_by_hand():
 
 
 def test_tie_break_prefers_the_greatest_pair_of_byte_strings():
-    assert tie_break_key(b"b", b"a") < tie_break_key(b"a", b"z")
-    assert tie_break_key(b"ab", b"c") < tie_break_key(b"a", b"bc")  # b"ab" > b"a"
-    assert tie_break_key(b"a", b"bc") < tie_break_key(b"a", b"b")
+    assert tie_break_key(b"a", b"z") < tie_break_key(b"b", b"a")
+    assert tie_break_key(b"a", b"bc") < tie_break_key(b"ab", b"c")  # b"ab" > b"a"
+    assert tie_break_key(b"a", b"b") < tie_break_key(b"a", b"bc")
     # Equal counts: the greater pair wins.
     assert train_bpe({"ab": 1, "cd": 1}, vocab_size=257) == [(b"c", b"d")]
 
@@ -117,21 +117,6 @@ def test_fast_trainer_matches_the_naive_one_on_any_small_corpus(counts, n_merges
     assert train_bpe(counts, vocab_size=256 + n_merges) == naive_train_bpe(counts, n_merges)
 
 
-def test_pair_counts_add_up_for_keys_of_large_vocabularies():
-    """Keys past 2**31 (left * base + right with a base near 100,000) take the argsort path."""
-    import numpy as np
-
-    from bpecli.trainer import _add_pairs
-
-    for keys in ([5, 3, 5, 7], [3 << 31, 5, 3 << 31, (1 << 40) + 1]):
-        counts: dict[int, int] = {}
-        distinct = _add_pairs(np.array(keys, dtype=np.int64), np.array([1, 2, 3, 4], dtype=np.int64), counts)
-        expected = {}
-        for k, w in zip(keys, [1, 2, 3, 4]):
-            expected[k] = expected.get(k, 0) + w
-        assert counts == expected and distinct == sorted(expected)
-
-
 def test_training_without_special_tokens_counts_in_parallel_with_the_same_merges(tmp_path, fixtures):
     from bpecli.executor import available_cpus
 
@@ -166,3 +151,32 @@ def test_min_frequency_stops_where_the_best_pair_gets_rarer(min_frequency):
     for done in range(len(stopped)):
         assert naive_pair_counts(counts, stopped[:done])[stopped[done]] >= min_frequency
     assert max(naive_pair_counts(counts, stopped).values()) < min_frequency
+
+
+def test_the_best_pair_is_found_across_blocks_and_ties_keep_their_order():
+    """Pairs of one count in many blocks of the blocked maximum: the greatest pair of bytes goes
+    first; a pair that falls leaves the ties; a pair made later at that count joins them."""
+    import numpy as np
+
+    from bpecli.trainer import BLOCK, _Pairs
+
+    token_bytes = [bytes([i]) for i in range(256)]
+    pairs = _Pairs(token_bytes)
+    n = 3 * BLOCK
+    left, right = np.arange(n) % 256, np.arange(n) // 256
+    ids = pairs.add(left, right, np.full(n, 7))
+    by_key = sorted(ids.tolist(), key=lambda p: (token_bytes[left[p - 1]], token_bytes[right[p - 1]]))
+    assert pairs.best() == by_key[-1]
+    pairs.count[by_key[-1]] = 0
+    pairs.subtract(np.array([by_key[-2]]), np.array([1]))  # falls to 6
+    assert pairs.best() == by_key[-3]
+    (late,) = pairs.add(np.array([255]), np.array([255]), np.array([7]))  # (b"\xff", b"\xff") beats all
+    assert pairs.best() == late
+    pairs.count[pairs.count > 0] = 0
+    assert pairs.best() is None
+
+
+def test_fast_trainer_matches_the_naive_one_over_hundreds_of_merges(fixtures):
+    words = Counter(fixtures.joinpath("corpus.en").read_text(encoding="utf-8")[:20000].split(" "))
+    counts = {" " + w: n for w, n in words.items() if w}
+    assert train_bpe(counts, vocab_size=256 + 300) == naive_train_bpe(counts, 300)
