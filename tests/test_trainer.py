@@ -2,12 +2,13 @@
 
 import json
 from collections import Counter
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpecli import train, train_bpe
+from bpecli import train, train_bpe, trainer
 from bpecli.trainer import tie_break_key
 
 from conftest import gpt2_byte_decoder
@@ -52,14 +53,20 @@ def test_golden_example_by_hand():
 
 
 def test_tie_break_prefers_the_greatest_pair_of_byte_strings():
-    assert tie_break_key(b"a", b"z") < tie_break_key(b"b", b"a")
-    assert tie_break_key(b"a", b"bc") < tie_break_key(b"ab", b"c")  # b"ab" > b"a"
-    assert tie_break_key(b"a", b"b") < tie_break_key(b"a", b"bc")
+    assert tie_break_key(b"b", b"a") < tie_break_key(b"a", b"z")
+    assert tie_break_key(b"ab", b"c") < tie_break_key(b"a", b"bc")  # b"ab" > b"a"
+    assert tie_break_key(b"a", b"bc") < tie_break_key(b"a", b"b")
     # Equal counts: the greater pair wins.
     assert train_bpe({"ab": 1, "cd": 1}, vocab_size=257) == [(b"c", b"d")]
 
 
-def test_fast_trainer_matches_the_naive_one():
+@pytest.fixture(params=["numpy", "python"])
+def merge_steps(request, monkeypatch):
+    """Every merge as numpy calls, or every merge as Python steps (trainer.FEW picks per merge)."""
+    monkeypatch.setattr(trainer, "FEW", 0 if request.param == "numpy" else 1 << 62)
+
+
+def test_fast_trainer_matches_the_naive_one(merge_steps):
     counts = {
         "low": 5, " lower": 2, " newest": 6, " widest": 3, "aaaa": 4, " aaa": 2, "abab": 3, "ababab": 1,
         " ünïcödé": 2, " 日本語": 3, "  ": 7, "!!!!": 2,
@@ -113,8 +120,12 @@ def test_worker_count_does_not_change_the_result(fixtures, tmp_path):
 @given(st.dictionaries(st.text(st.sampled_from("aab c"), min_size=1, max_size=9), st.integers(1, 5), max_size=12),
        st.integers(1, 30))
 def test_fast_trainer_matches_the_naive_one_on_any_small_corpus(counts, n_merges):
-    """Repeated letters make overlapping pairs ("aaa"), the case the merge step must get right."""
-    assert train_bpe(counts, vocab_size=256 + n_merges) == naive_train_bpe(counts, n_merges)
+    """Repeated letters make overlapping pairs ("aaa"), the case the merge step must get right;
+    both ways of merging (numpy calls, Python steps) are run."""
+    naive = naive_train_bpe(counts, n_merges)
+    for few in (0, 1 << 62):
+        with patch.object(trainer, "FEW", few):
+            assert train_bpe(counts, vocab_size=256 + n_merges) == naive
 
 
 def test_training_without_special_tokens_counts_in_parallel_with_the_same_merges(tmp_path, fixtures):
@@ -160,15 +171,15 @@ def test_the_best_pair_is_found_across_blocks_and_ties_keep_their_order():
 
     from bpecli.trainer import BLOCK, _Pairs
 
-    token_bytes = [bytes([i]) for i in range(256)]
-    pairs = _Pairs(token_bytes)
+    pairs = _Pairs()
+    token_bytes = pairs.token_bytes
     n = 3 * BLOCK
     left, right = np.arange(n) % 256, np.arange(n) // 256
     ids = pairs.add(left, right, np.full(n, 7))
     by_key = sorted(ids.tolist(), key=lambda p: (token_bytes[left[p - 1]], token_bytes[right[p - 1]]))
     assert pairs.best() == by_key[-1]
     pairs.count[by_key[-1]] = 0
-    pairs.subtract(np.array([by_key[-2]]), np.array([1]))  # falls to 6
+    pairs.count[by_key[-2]] -= 1  # falls to 6
     assert pairs.best() == by_key[-3]
     (late,) = pairs.add(np.array([255]), np.array([255]), np.array([7]))  # (b"\xff", b"\xff") beats all
     assert pairs.best() == late
@@ -176,7 +187,7 @@ def test_the_best_pair_is_found_across_blocks_and_ties_keep_their_order():
     assert pairs.best() is None
 
 
-def test_fast_trainer_matches_the_naive_one_over_hundreds_of_merges(fixtures):
+def test_fast_trainer_matches_the_naive_one_over_hundreds_of_merges(fixtures, merge_steps):
     words = Counter(fixtures.joinpath("corpus.en").read_text(encoding="utf-8")[:20000].split(" "))
     counts = {" " + w: n for w, n in words.items() if w}
     assert train_bpe(counts, vocab_size=256 + 300) == naive_train_bpe(counts, 300)
