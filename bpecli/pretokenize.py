@@ -615,25 +615,31 @@ def distinct_packed(low, high, mixed):
 
 
 def group(values):
-    """(one index of each distinct value, the group number of every value). Values equal in
-    their top bits share a group: the caller checks that a group's members are equal.
+    """(one index of each distinct value, the group number of every value), by a hash table:
+    values (uint64 hashes) pick their slot by their top bits and take the next slot while it
+    holds another value. Each round is a few numpy passes over the values not yet placed; at most
+    half the slots are used, so rounds are few. About twice as fast as sorting the values.
 
-    numpy's sort of plain integers is several times faster than argsort, so each value's index
-    rides in its low bits and one sort does both jobs.
+    Example: [7, 5, 7] -> ([1, 2], [1, 0, 1]): 5 alone, the two 7s together
     """
     import numpy as np
 
-    bits = np.uint64(max(1, len(values).bit_length()))
-    keyed = (values >> bits << bits) | np.arange(len(values), dtype=np.uint64)
-    keyed.sort()
-    order = (keyed & ((np.uint64(1) << bits) - np.uint64(1))).astype(np.int64)
-    top = keyed >> bits
-    new = np.empty(len(values), dtype=bool)
-    new[:1] = True
-    np.not_equal(top[1:], top[:-1], out=new[1:])
-    groups = np.empty(len(values), dtype=np.int64)
-    groups[order] = np.cumsum(new) - 1
-    return order[new], groups
+    bits = max(4, (2 * len(values)).bit_length())
+    table = np.full(1 << bits, -1, dtype=np.int64)  # slot -> the index of the value that holds it
+    slots = (values >> np.uint64(64 - bits)).astype(np.int64)
+    holder = np.empty(len(values), dtype=np.int64)
+    waiting = np.arange(len(values))
+    while len(waiting):
+        free = table[slots] < 0
+        table[slots[free]] = waiting[free]  # of several values claiming one slot, one wins
+        held = table[slots]
+        placed = values[held] == values[waiting]
+        holder[waiting[placed]] = held[placed]
+        waiting, slots = waiting[~placed], (slots[~placed] + 1) & ((1 << bits) - 1)
+    first = np.flatnonzero(holder == np.arange(len(values)))
+    number = np.empty(len(values), dtype=np.int64)
+    number[first] = np.arange(len(first))
+    return first, number[holder]
 
 
 def piece_hash(low, high):

@@ -108,3 +108,17 @@ def test_long_texts_take_the_vectorised_path_and_agree(gpt2, tiktoken_gpt2, kern
     assert gpt2._bulk_split is not None
     assert gpt2.encode(text, allowed_special="all") == tiktoken_gpt2.encode(text, allowed_special="all")
     assert gpt2.encode_ordinary(text) == tiktoken_gpt2.encode_ordinary(text)
+
+
+def test_group_puts_equal_values_together_even_when_their_slots_collide():
+    """Small values share their top bits, so all want one slot of the hash table and probe on."""
+    import numpy as np
+
+    from bpecli.pretokenize import group
+
+    rng = np.random.default_rng(0)
+    for values in (np.array([1, 2, 3, 1, 3, 3], dtype=np.uint64), rng.integers(0, 50, 1000).astype(np.uint64),
+                   rng.integers(0, 2**63, 5000).astype(np.uint64)):
+        first, number = group(values)
+        assert (values[first][number] == values).all()
+        assert len(first) == len(np.unique(values))
