@@ -168,15 +168,15 @@ class _Words:
         prv[after] = at
         prv[-1] = -1
         # 3. The pairs the new token makes, all new: (new, y) at each occurrence and (x, new) before it
-        #    (side by side, (new, new) is the first occurrence's (new, y)). Keys: y, or new + 1 + x.
-        follow, lead = symbols[after], symbols[before]
-        has_follow, has_lead = follow >= 0, lead >= 0
-        made = np.concatenate([at[has_follow], before[has_lead]])
-        keys = np.concatenate([follow[has_follow], lead[has_lead] + (new + 1)])
-        if new < (1 << 15) - 1:  # keys fit 16 bits, which numpy's stable sort sorts by radix
+        #    (side by side, (new, new) is the first occurrence's (new, y)). Keys: y, or x + new + 2
+        #    (no neighbour, -1, gives -1 or new + 1: no pair).
+        keys = np.concatenate([symbols[after], symbols[before] + (new + 2)])
+        real = (keys >= 0) & (keys != new + 1)
+        made, keys = np.concatenate([at, before])[real], keys[real]
+        if new < (1 << 15) - 2:  # keys fit 16 bits, which numpy's stable sort sorts by radix
             keys = keys.astype(np.uint16)
         self._number(pairs, made, keys,
-                     lambda key: (np.where(key <= new, new, key - (new + 1)), np.where(key <= new, key, new)))
+                     lambda key: (np.where(key <= new, new, key - (new + 2)), np.where(key <= new, key, new)))
 
     def _merge_few(self, best: int, made_at: list[int], pairs: _Pairs, new: int) -> None:
         """merge() for a pair made at FEW positions or fewer, step by step in Python (most merges
@@ -225,11 +225,14 @@ class _Words:
             return
         order = np.argsort(keys, kind="stable")  # positions stay ascending within a key
         keys, made = keys[order], made[order]
-        first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        starts_group = np.empty(len(keys), dtype=bool)
+        starts_group[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=starts_group[1:])
+        first = np.flatnonzero(starts_group)
         left, right = left_right(keys[first].astype(np.int64))
-        ids = pairs.add(left, right, np.add.reduceat(self.weight[made], first))
-        self.pair_at[made] = np.repeat(ids, np.diff(np.append(first, len(made))))
-        self._keep(int(ids[0]), made, first)
+        first_id = pairs.add(left, right, np.add.reduceat(self.weight[made], first))
+        self.pair_at[made] = np.cumsum(starts_group) + (first_id - 1)
+        self._keep(first_id, made, first)
 
     def _keep(self, first_id: int, made, first) -> None:
         """Keep the positions made of the pairs first_id, first_id + 1...; pair i's from first[i]."""
@@ -297,8 +300,8 @@ class _Pairs:
     def _tie(self, pair: int) -> tuple[bytes, int]:
         return self.descending[self.items.left[pair]] + self.descending[self.items.right[pair]], pair
 
-    def add(self, left, right, count):
-        """Number new pairs; their ids."""
+    def add(self, left, right, count) -> int:
+        """Number new pairs; the first one's id (the others follow)."""
         start, end = self.size, self.size + len(count)
         if end > len(self.count):
             self._grow(end)
@@ -306,11 +309,10 @@ class _Pairs:
         self.size = end
         lo, hi = start // BLOCK, -(-end // BLOCK)
         self.block_max[lo:hi] = self.count[lo * BLOCK : hi * BLOCK].reshape(-1, BLOCK).max(axis=1)
-        ids = np.arange(start, end, dtype=np.int32)
-        if self.level and (count == self.level).any():  # a tie with the pairs in the heap
-            for pair in ids[count == self.level].tolist():
+        if self.level and count.max() == self.level:  # ties with the pairs in the heap
+            for pair in (start + np.flatnonzero(count == self.level)).tolist():
                 heapq.heappush(self.ties, self._tie(pair))
-        return ids
+        return start
 
     def add_one(self, left: int, right: int, count: int) -> int:
         """add() for one pair, without numpy calls."""
