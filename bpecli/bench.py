@@ -12,7 +12,8 @@ from itertools import chain
 from .corpus import read_text
 from .errors import BpecliError, InputError
 from .executor import map_in_order
-from .tokenizer import Tokenizer, join_encoded
+from .bulk import join_encoded
+from .tokenizer import Tokenizer
 
 PEERS = ("tiktoken", "tokenizers")
 

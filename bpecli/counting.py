@@ -16,10 +16,8 @@ import numpy as np
 from .corpus import Part, read_documents
 from .executor import map_in_order
 from .normalize import normalizer
-from .pretokenize import (
-    LENGTH_SHIFT, PACKED_ROW_BYTES, compiled, distinct_packed, document_batches, pack_pieces, piece_hash,
-    special_splitter, uncovered_error, vectorised_splitter,
-)
+from .bulk.packing import LENGTH_SHIFT, PACKED_ROW_BYTES, distinct_packed, document_batches, pack_pieces, piece_hash
+from .pretokenize import compiled, special_splitter, uncovered_error, vectorised_splitter
 
 
 @dataclass(frozen=True)

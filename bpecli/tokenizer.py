@@ -2,34 +2,37 @@
 
 from __future__ import annotations
 
-import heapq
-import sys
 import threading
 from collections.abc import Collection, Iterable, Set as AbstractSet
 from dataclasses import dataclass, field, fields
 from functools import cached_property, partial
-from itertools import chain, islice, repeat
-from operator import add
+from itertools import chain
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import regex
 
 from .errors import BpecliError, DisallowedSpecialError, UnknownIdError
 from .normalize import check as normalize_steps, normalizer
-from .pretokenize import SAFE_CUT, compiled, is_preset, sorted_distinct, spans, special_splitter, uncovered_error
+from .bpe import merge_parts
+from .pretokenize import SAFE_CUT, compiled, is_preset, special_splitter, uncovered_error, vectorised_splitter
 
-# Pieces longer than this are merged with a heap over a linked list instead of rescans...
-_LONG_PIECE = 64
-# ...and longer than this in numpy rounds (Tokenizer._bpe_long): no Python object per byte.
-_NUMPY_PIECE = 4096
-_BYTE_TOKENS = [bytes([b]) for b in range(256)]
+if TYPE_CHECKING:
+    from .bulk import BulkEncoder, Vocabulary
+
+# numpy and the bulk engine are imported where first used, not here: `import bpecli` stays light
+# for shell one-liners, and the CLI blocks SIGTERM and SIGINT before numpy starts its threads
+# (a thread started earlier would take those signals where no one waits for them).
+
 # The piece -> ids cache is cleared when it grows past this many entries.
 _CACHE_LIMIT = 1 << 20
 # Texts at least this long are encoded by the vectorised path (when the pattern has one); shorter
-# ones by the regex, which starts faster.
+# ones by the regex, which starts faster. The vectorised path takes them in blocks of about
+# _BLOCK_CHARS characters.
 _BULK_TEXT = 1 << 16
-_BULK_BATCH = 1 << 22
+_BLOCK_CHARS = 1 << 22
+# Pieces longer than this are merged by the bulk engine (bpe_long): no Python object per byte.
+_NUMPY_PIECE = 4096
 _SAFE_CUT = regex.compile(SAFE_CUT)
 
 
@@ -120,7 +123,7 @@ class Tokenizer:
         out = []
         for token, rank in sorted(self.ranks.items(), key=lambda item: item[1]):
             if len(token) > 1:
-                parts = _merge_parts(token, self.ranks, max_rank=rank)
+                parts = merge_parts(token, self.ranks, max_rank=rank)
                 if len(parts) != 2:
                     raise BpecliError(f"token {token!r} (id {rank}) is not the merge of two tokens")
                 out.append((parts[0], parts[1]))
@@ -162,7 +165,7 @@ class Tokenizer:
         return self._encode_normalized(text)
 
     def _encode_normalized(self, text: str) -> list[int]:
-        if len(text) >= _BULK_TEXT and self._bulk_split is not None:
+        if len(text) >= _BULK_TEXT and self._bulk is not None:
             ids = self._encode_long_text([text], [])
             if ids is not None:
                 return ids
@@ -206,7 +209,7 @@ class Tokenizer:
         parts = self._special_finder(frozenset(allowed)).split(text)
         if self._normalized is not None:  # the text between special tokens, as Hugging Face does
             parts[::2] = map(self._normalized, parts[::2])
-        if len(text) >= _BULK_TEXT and self._bulk_split is not None:
+        if len(text) >= _BULK_TEXT and self._bulk is not None:
             found = self._encode_long_text(parts[::2], [self.special_tokens[p] for p in parts[1::2]])
             if found is not None:
                 return found
@@ -345,13 +348,13 @@ class Tokenizer:
 
         if self._normalized is not None:
             documents = list(map(self._normalized, documents))
-        if self._bulk_split is not None:
+        if self._bulk is not None:
             try:
                 data = [d.encode("utf-8") for d in documents]
             except UnicodeEncodeError:  # surrogates: the regex path deals with those
                 pass
             else:
-                return self._encode_bytes_bulk(data, eot=eot, dtype=dtype)
+                return self._bulk.encode(data, eot=eot, dtype=dtype)
         ids: list[int] = []
         ends: list[int] = []
         for document in documents:
@@ -363,9 +366,12 @@ class Tokenizer:
 
     def _encode_long_text(self, texts: list[str], special_ids: list[int]) -> list[int] | None:
         """The ids of texts with special_ids[i] between texts[i] and texts[i + 1], by the
-        vectorised path; None if a text holds a lone surrogate (UTF-8 cannot carry it)."""
+        vectorised path; None if a text holds a lone surrogate (UTF-8 cannot carry it) or the
+        pattern has no vectorised splitter."""
         import numpy as np
 
+        if self._bulk is None:
+            return None
         blocks: list[bytes] = []
         last_blocks = []
         try:
@@ -374,426 +380,44 @@ class Tokenizer:
                 last_blocks.append(len(blocks) - 1)
         except UnicodeEncodeError:
             return None
-        ids, ends = self._encode_bytes_bulk(blocks, eot=None, dtype=np.int64)
+        ids, ends = self._bulk.encode(blocks, eot=None, dtype=np.int64)
         return np.insert(ids, ends[last_blocks[:-1]], special_ids).tolist()
 
     @cached_property
-    def _bulk_split(self):
-        """The vectorised pre-tokenizer for this pattern, if there is one (gpt2 and cl100k)."""
-        from .pretokenize import vectorised_splitter
+    def _vocabulary(self) -> Vocabulary:
+        from .bulk import Vocabulary
 
-        return vectorised_splitter(self.pattern)
-
-    def _encode_bytes_bulk(self, documents: list[bytes], *, eot: int | None, dtype):
-        """encode_documents for the vectorised pre-tokenizer, a batch of about 4 MB at a time
-        (arrays that fit the caches are several times faster than one huge batch)."""
-        from .pretokenize import document_batches
-
-        batches = list(document_batches(documents, _BULK_BATCH)) or [[]]
-        if len(batches) == 1:
-            return self._encode_batch_bulk(batches[0], eot=eot, dtype=dtype)
-        return join_encoded([self._encode_batch_bulk(b, eot=eot, dtype=dtype) for b in batches])
-
-    def _encode_batch_bulk(self, documents: list[bytes], *, eot: int | None, dtype):
-        """BPE once per distinct piece, the ids put together with numpy. Pieces of up to 15
-        bytes are found in the numpy piece table; longer ones in the dict cache, by their bytes."""
-        import numpy as np
-
-        from .pretokenize import pack_pieces
-
-        data = b"".join(documents)
-        lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
-        doc_starts = np.cumsum(lengths) - lengths
-        bounds = self._split_apart(data, self._bulk_split(data, doc_starts))
-        starts = bounds[:-1]
-        # 1. a code for every piece, the same for equal pieces
-        codes, low, high, mixed, long_pieces = pack_pieces(data, bounds)
-        # 2. where the ids of every distinct piece are: short pieces in the piece table (BPE for
-        #    those it lacks), long ones in the dict cache, written after the table's ids for now
-        table = self._piece_table
-        table.make_room(len(low))
-        slots = table.find(low, high, mixed)
-        missing = np.flatnonzero(slots < 0)
-        if len(missing):
-            table.insert(low[missing], high[missing], mixed[missing], *self._bpe_packed(low[missing], high[missing]))
-            slots = table.find(low, high, mixed)  # all again: inserting may have moved them
-        cache = self._cache
-        if len(cache) > _CACHE_LIMIT:
-            cache.clear()
-        long_ids: list = list(map(cache.get, long_pieces))
-        cold = [i for i, found in enumerate(long_ids) if found is None]
-        for i, found in zip(cold, self._bpe_batch([long_pieces[i] for i in cold])):
-            long_ids[i] = cache[long_pieces[i]] = found
-        long_sizes = np.fromiter(map(len, long_ids), dtype=np.int64, count=len(long_ids))
-        long_at = table.scratch(np.fromiter(chain.from_iterable(long_ids), dtype=np.int64, count=int(long_sizes.sum())))
-        table_sizes = np.concatenate([table.length[slots], long_sizes])
-        table_starts = np.concatenate([table.start[slots], long_at + np.cumsum(long_sizes) - long_sizes])
-        table_ids = table.ids
-        # 3. put the ids of every piece in order, then eot after every document
-        piece_sizes = table_sizes[codes]
-        ids = table_ids[spans(table_starts[codes], piece_sizes)]
-        # documents end where pieces do: a document's ids end where its last piece's ids end
-        pieces_before = np.searchsorted(starts, doc_starts + lengths, "left")
-        ends = np.concatenate(([0], np.cumsum(piece_sizes)))[pieces_before]
-        if eot is not None:
-            ids = np.insert(ids, ends, eot)
-            ends = ends + np.arange(1, len(ends) + 1)
-        return ids.astype(dtype), ends
+        return Vocabulary(self.ranks)
 
     @cached_property
-    def _token_arrays(self):
-        """(every ordinary token's bytes end to end, where each starts, its length, its rank),
-        the tokens in the order of ranks; the bulk tables are built from these."""
-        import numpy as np
+    def _bulk(self) -> BulkEncoder | None:
+        """The bulk encoder, if the pattern has a vectorised splitter (the presets)."""
+        from .bulk import BulkEncoder
 
-        sizes = np.fromiter(map(len, self.ranks), dtype=np.int64, count=len(self.ranks))
-        values = np.fromiter(self.ranks.values(), dtype=np.int64, count=len(self.ranks))
-        return b"".join(self.ranks), np.cumsum(sizes) - sizes, sizes, values
+        split = vectorised_splitter(self.pattern)
+        return BulkEncoder(self._vocabulary, split) if split is not None else None
 
-    @cached_property
-    def _inner_byte_pairs(self):
-        """For every two bytes a, b: whether some token holds b right after a (65,536 flags)."""
-        import numpy as np
+    def _encode_piece(self, piece: bytes) -> tuple[int, ...]:
+        rank = self.ranks.get(piece)
+        if rank is not None:  # a piece that is itself a token is one token
+            return (rank,)
+        if len(piece) > _NUMPY_PIECE:
+            from .bulk.merge import encode_piece
 
-        joined, starts, _, _ = self._token_arrays
-        data = np.frombuffer(joined, dtype=np.uint8).astype(np.int64)
-        inner = np.ones(len(data) - 1, dtype=bool)
-        inner[starts[1:] - 1] = False  # a token's last byte and the next token's first
-        flags = np.zeros(1 << 16, dtype=bool)
-        flags[(data[:-1] << 8 | data[1:])[inner]] = True
-        return flags
-
-    def _split_apart(self, data: bytes, bounds):
-        """bounds with a cut added wherever no token holds the two bytes on either side: BPE never
-        merges across such a cut, so the two sides encode alone to the same ids as together, and
-        the short parts repeat far more often than whole pieces (a run of CJK characters is one
-        GPT-2 piece; most of its character edges are such cuts). Only edges next to non-ASCII
-        bytes are looked at: between ASCII bytes the cut is rare and looking costs time."""
-        import numpy as np
-
-        text = np.frombuffer(data, dtype=np.uint8)
-        if len(text) < 2:
-            return bounds
-        after, before = text[1:], text[:-1]
-        at = np.flatnonzero((after >= 0xC0) | ((after < 0x80) & (before >= 0x80))) + 1
-        at = at[~self._inner_byte_pairs[text[at - 1].astype(np.int64) << 8 | text[at]]]
-        if not len(at):
-            return bounds
-        is_bound = np.zeros(len(text) + 1, dtype=bool)
-        is_bound[bounds] = True
-        is_bound[at] = True
-        return np.flatnonzero(is_bound)
-
-    @property
-    def _piece_table(self) -> _PieceTable:
-        """This thread's numpy table of short pieces -> ids."""
-        local = self._local  # type: ignore[attr-defined]
-        if not hasattr(local, "piece_table"):
-            local.piece_table = _PieceTable()
-        return local.piece_table
+            return encode_piece(self._vocabulary, piece)
+        return tuple(self.ranks[part] for part in merge_parts(piece, self.ranks))
 
     def clear_cache(self) -> None:
-        """Forget the ids of every piece encoded so far (the dict and the numpy piece table, in
+        """Forget the ids of every piece encoded so far (the dict and the bulk encoder's, in
         every thread), so that the next encode is cold, as a fresh process's would be."""
         object.__setattr__(self, "_local", threading.local())
+        if self._bulk is not None:
+            self._bulk.clear_cache()
 
     def prepare_bulk(self) -> None:
         """Build the tables bulk encoding uses now, e.g. before forking workers that then share them."""
-        if self._bulk_split is not None:
-            self._pair_table, self._inner_byte_pairs, self._byte_ids
-
-    @cached_property
-    def _short_tokens(self) -> _PieceTable:
-        """Every token of up to 15 bytes, packed as pretokenize.pack_spans does -> its rank (in start)."""
-        import numpy as np
-
-        from .pretokenize import PACKED_BYTES, pack_spans
-
-        data, starts, sizes, values = self._token_arrays
-        short = np.flatnonzero(sizes <= PACKED_BYTES)
-        low, high = pack_spans(data, starts[short], sizes[short])
-        return _PieceTable.of(low, high, values[short])
-
-    @cached_property
-    def _longest_token(self) -> int:
-        return max(map(len, self.ranks))
-
-    @cached_property
-    def _byte_ids(self):
-        """The id of each of the 256 one-byte tokens, by byte."""
-        import numpy as np
-
-        return np.array([self.ranks[t] for t in _BYTE_TOKENS], dtype=np.int64)
-
-    @cached_property
-    def _pair_table(self) -> _PairTable:
-        """For every two tokens whose bytes joined are a token: (left, right) -> the joined
-        token's rank, in a table numpy can look up many pairs in at once. Every cut of every
-        token of up to 15 bytes is looked up with numpy; longer tokens in Python."""
-        import numpy as np
-
-        from .pretokenize import PACKED_BYTES, pack_spans, piece_hash
-
-        ranks = self.ranks
-        base = max(ranks.values()) + 1
-        tokens = list(ranks)
-        data, starts, sizes, values = self._token_arrays
-        short = np.flatnonzero(sizes <= PACKED_BYTES)
-        known = self._short_tokens
-
-        def rank_of(span_starts, span_sizes):
-            low, high = pack_spans(data, span_starts, span_sizes)
-            slots = known.find(low, high, piece_hash(low, high))
-            return np.where(slots >= 0, known.start[slots], -1)
-
-        cut_tokens = short[sizes[short] >= 2]
-        token = np.repeat(cut_tokens, sizes[cut_tokens] - 1)  # one row per cut of each token
-        cut = spans(np.ones_like(cut_tokens), sizes[cut_tokens] - 1)  # 1, 2, ..., size - 1
-        left = rank_of(starts[token], cut)
-        right = rank_of(starts[token] + cut, sizes[token] - cut)
-        both = (left >= 0) & (right >= 0)
-        keys = [left[both] * base + right[both]]
-        found = [values[token[both]]]
-        extra: dict[int, int] = {}
-        for i in np.flatnonzero(sizes > PACKED_BYTES).tolist():  # the few long tokens
-            whole = tokens[i]
-            for k in range(1, len(whole)):
-                a, b = ranks.get(whole[:k]), ranks.get(whole[k:])
-                if a is not None and b is not None:
-                    extra[a * base + b] = int(values[i])
-        keys.append(np.fromiter(extra, dtype=np.int64, count=len(extra)))
-        found.append(np.fromiter(extra.values(), dtype=np.int64, count=len(extra)))
-        return _PairTable(np.concatenate(keys), np.concatenate(found), base)
-
-    def _bpe_batch(self, pieces: list[bytes]) -> list[tuple[int, ...]]:
-        """The ids of many pieces, as _encode_piece gives them: a piece that is a token is one;
-        the others merge with numpy (_bpe_spans).
-
-        Example (GPT-2): [b" tokenizer", b"ingly"] -> [(11241, 7509), (4420,)]
-        """
-        import numpy as np
-
-        results: list = [(rank,) if rank is not None else None for rank in map(self.ranks.get, pieces)]
-        todo = [i for i, found in enumerate(results) if found is None]
-        sizes = np.fromiter((len(pieces[i]) for i in todo), dtype=np.int64, count=len(todo))
-        text = np.frombuffer(b"".join(pieces[i] for i in todo), dtype=np.uint8)
-        ids, counts = self._bpe_spans(text, np.cumsum(sizes) - sizes, sizes)
-        flat, at = ids.tolist(), 0
-        for i, count in zip(todo, counts.tolist()):
-            results[i] = tuple(flat[at : at + count])
-            at += count
-        return results
-
-    def _bpe_packed(self, low, high):
-        """(ids, counts): the ids of packed pieces of up to 15 bytes (see pretokenize.pack_spans),
-        one after another, and how many each piece has; all in numpy, the pieces never becoming
-        bytes objects. A piece that is a token is that token."""
-        import numpy as np
-
-        from .pretokenize import LENGTH_SHIFT, PACKED_ROW_BYTES, piece_hash
-
-        tokens = self._short_tokens
-        slots = tokens.find(low, high, piece_hash(low, high))
-        is_token = slots >= 0
-        sizes = (high >> np.uint64(LENGTH_SHIFT)).astype(np.int64)
-        text = np.stack([low, high], axis=1).astype("<u8", copy=False).view(np.uint8).ravel()  # row i: piece i's bytes
-        merged = np.flatnonzero(~is_token)
-        merged_ids, merged_counts = self._bpe_spans(text, merged * PACKED_ROW_BYTES, sizes[merged])
-        counts = np.ones(len(low), dtype=np.int64)
-        counts[merged] = merged_counts
-        ids = np.empty(int(counts.sum()), dtype=np.int64)
-        starts = np.cumsum(counts) - counts
-        ids[starts[is_token]] = tokens.start[slots[is_token]]
-        ids[spans(starts[merged], merged_counts)] = merged_ids
-        return ids, counts
-
-    def _bpe_spans(self, text, starts, sizes):
-        """(ids, counts) of the pieces text[start : start + size] (none of them a token, so each
-        at least 2 bytes) merged as _merge_parts does. They merge in numpy rounds (_bpe_rounds),
-        grouped by length so that a few long pieces do not keep all the short ones' rounds going;
-        the longest go to _bpe_long, all in one call."""
-        import numpy as np
-
-        counts = np.zeros(len(sizes), dtype=np.int64)
-        found = []
-        for low, high in ((2, 16), (17, 31), (32, 63), (64, 127), (128, 255), (256, 511), (512, 1024)):
-            members = np.flatnonzero((sizes >= low) & (sizes <= high))
-            if len(members):
-                symbols = self._byte_ids[text[spans(starts[members], sizes[members])]]
-                ids, counts[members] = self._bpe_rounds(symbols, sizes[members])
-                found.append((members, ids))
-        members = np.flatnonzero(sizes > 1024)
-        if len(members):
-            ids, counts[members] = self._bpe_long(text, starts[members], sizes[members])
-            found.append((members, ids))
-        out = np.empty(int(counts.sum()), dtype=np.int64)
-        out_starts = np.cumsum(counts) - counts
-        for members, ids in found:
-            out[spans(out_starts[members], counts[members])] = ids
-        return out, counts
-
-    def _bpe_rounds(self, symbols, sizes):
-        """(ids, counts): many pieces (symbols: their bytes' ids, one piece after another; sizes:
-        how many each has) merged at once with _merge_parts's result. Each round merges, in every
-        piece still merging, its lowest-rank pair (the leftmost of equals), all with numpy; there
-        are as many rounds as the longest piece needs merges.
-        """
-        import numpy as np
-
-        pairs = self._pair_table
-        base, none = pairs.base, np.int64(_NO_RANK)
-        owner = np.repeat(np.arange(len(sizes)), sizes)  # the piece of each symbol, ascending
-        first = np.ones(len(symbols), dtype=bool)  # the symbol starts its piece
-        first[1:] = owner[1:] != owner[:-1]
-        # the rank of each symbol's pair with the next one in its piece (none at a piece's end);
-        # looked up once here, then only beside each merge
-        pair_rank = np.full(len(symbols), none, dtype=np.int64)
-        inner = np.flatnonzero(~first[1:])
-        pair_rank[inner] = pairs.lookup(symbols[inner] * base + symbols[inner + 1])
-        done_symbols, done_owners = [], []
-        while len(symbols):
-            best = np.minimum.reduceat(pair_rank, np.flatnonzero(first))
-            finished = best == none
-            if finished.any():  # pieces with nothing left to merge are done
-                finished_symbols = finished[np.cumsum(first) - 1]
-                done_symbols.append(symbols[finished_symbols])
-                done_owners.append(owner[finished_symbols])
-                keep = ~finished_symbols
-                symbols, owner, pair_rank, first = symbols[keep], owner[keep], pair_rank[keep], first[keep]
-                best = best[~finished]
-            if len(best) <= _FEW_PIECES:  # a round's numpy calls cost more than a few pieces in Python
-                decoder = self.decoder
-                for piece in np.unique(owner).tolist():
-                    ids = self._encode_piece(b"".join(map(decoder.__getitem__, symbols[owner == piece].tolist())))
-                    done_symbols.append(np.array(ids, dtype=np.int64))
-                    done_owners.append(np.full(len(ids), piece))
-                break
-            # merge the leftmost lowest-rank pair of every piece: the left symbol becomes the
-            # joined token (its id is its rank), the right one goes
-            segment = np.cumsum(first) - 1
-            candidates = np.flatnonzero(pair_rank == best[segment])
-            leftmost = np.ones(len(candidates), dtype=bool)
-            leftmost[1:] = segment[candidates[1:]] != segment[candidates[:-1]]
-            at = candidates[leftmost]
-            symbols[at] = pair_rank[at]
-            keep = np.ones(len(symbols), dtype=bool)
-            keep[at + 1] = False
-            symbols, owner, pair_rank, first = symbols[keep], owner[keep], pair_rank[keep], first[keep]
-            # only the pairs beside each merged symbol change; it moved left by one per merge before it
-            at -= np.arange(len(at))
-            n = len(symbols)
-            has_next = at + 1 < n
-            has_next[has_next] = ~first[at[has_next] + 1]
-            has_prev = ~first[at]
-            pair_rank[at] = none
-            touched = np.concatenate([at[has_next], at[has_prev] - 1])
-            pair_rank[touched] = pairs.lookup(symbols[touched] * base + symbols[touched + 1])
-        owners = np.concatenate([np.zeros(0, dtype=np.int64), *done_owners])
-        order = np.argsort(owners, kind="stable")  # piece by piece, each in its own order
-        return np.concatenate([np.zeros(0, dtype=np.int64), *done_symbols])[order], np.bincount(owners, minlength=len(sizes))
-
-    def _bpe_long(self, text, starts, sizes):
-        """(ids, counts) of long pieces text[start : start + size], exactly as _merge_parts gives
-        them, in numpy rounds whose work is proportional to the pairs they change (a 20 MB run of
-        one letter, a file without spaces). Each piece's symbols form a linked list over byte
-        positions; the pairs of all pieces wait in buckets by rank.
-
-        Each round takes the lowest rank r present and merges its pairs left to right, every other
-        one in a run of overlapping pairs, as one-at-a-time BPE does while every pair a merge makes
-        ranks above r. A merge that makes a pair ranked below r is followed (in BPE's order) by
-        merges that only grow the token holding it; the pairs within the longest token's reach of
-        it wait for a later round.
-        """
-        import numpy as np
-
-        pairs = self._pair_table
-        base, none = pairs.base, np.int32(np.iinfo(np.int32).max)
-        n = int(sizes.sum())
-        reach = self._longest_token  # bytes: no merge BPE makes spans more
-        # one int32 per byte for each array: the symbols, the links, and the rank of the pair
-        # that starts at each symbol (none at a piece's end); positions are bytes of the pieces
-        symbols = self._byte_ids[text[spans(starts, sizes)]].astype(np.int32)
-        piece_end = np.cumsum(sizes)  # where each piece's symbols end
-        nxt = np.arange(1, n + 1, dtype=np.int32)
-        nxt[piece_end - 1] = n  # n: no next symbol
-        prv = np.arange(-1, n - 1, dtype=np.int32)
-        prv[piece_end - sizes] = -1  # -1: no previous symbol
-        rank = np.full(n, none, dtype=np.int32)
-        alive = np.ones(n, dtype=bool)
-        buckets: dict[int, list] = {}
-        heap: list[int] = []
-
-        def lookup(left, right):  # the rank of each pair (left, right), none where it is no token
-            found = pairs.lookup(left.astype(np.int64) * base + right)
-            return np.where(found == _NO_RANK, none, found).astype(np.int32)
-
-        def put(r: int, group) -> None:  # pairs of rank r, waiting in its bucket
-            if r not in buckets:
-                buckets[r] = []
-                heapq.heappush(heap, r)
-            buckets[r].append(group)
-
-        def wait(at):  # put the pairs starting at `at` into the buckets of their ranks
-            at = at[rank[at] != none]
-            if not len(at):
-                return
-            order = np.argsort(rank[at], kind="stable")
-            at, ranks = at[order], rank[at[order]]
-            edges = np.flatnonzero(ranks[1:] != ranks[:-1]) + 1
-            for group, r in zip(np.split(at, edges), ranks[np.concatenate(([0], edges))].tolist()):
-                put(r, group)
-
-        for block in range(0, n, _LOOKUP_BLOCK):  # in blocks: no n-long temporaries
-            at = np.arange(block, min(block + _LOOKUP_BLOCK, n), dtype=np.int32)
-            at = at[nxt[at] < n]
-            rank[at] = lookup(symbols[at], symbols[at + 1])
-            wait(at)
-        while heap:
-            r = heapq.heappop(heap)
-            at = sorted_distinct(np.concatenate(buckets.pop(r)))  # one wait() fills a bucket in order
-            at = at[rank[at] == r]  # stale entries: merged away, or their pair changed
-            if not len(at):
-                continue
-            # in a run of overlapping pairs (a a a), the first, third, ... merge
-            overlapped = np.zeros(len(at), dtype=bool)
-            overlapped[1:] = nxt[at[:-1]] == at[1:]
-            run_start = np.maximum.accumulate(np.where(overlapped, 0, np.arange(len(at))))
-            at = at[(np.arange(len(at)) - run_start) % 2 == 0]
-            # the pairs each merge makes, as BPE makes them one merge after another: with the
-            # merged token before it (if the one before merged too) and the symbol after it
-            after = nxt[nxt[at]]
-            right = np.where(after < n, lookup(np.full(len(at), r), symbols[np.minimum(after, n - 1)]), none)
-            before = prv[at]
-            merged_before = np.zeros(len(at), dtype=bool)
-            merged_before[1:] = after[:-1] == at[1:]
-            left_symbol = np.where(merged_before, r, symbols[np.maximum(before, 0)])
-            left = np.where(before >= 0, lookup(left_symbol, np.full(len(at), r)), none)
-            lower = (right < r) | (left < r)
-            if lower.any():
-                # after such a merge BPE merges lower pairs, which only grow the token holding it:
-                # no further than the longest token reaches. Merges beyond that reach go ahead now;
-                # in a cluster of pairs closer than that, those after the first lower one wait
-                index = np.arange(len(at))
-                starts_cluster = np.concatenate(([True], np.diff(at) > reach))
-                cluster = np.cumsum(starts_cluster) - 1
-                first_lower = np.minimum.reduceat(np.where(lower, index, len(at)), np.flatnonzero(starts_cluster))
-                waits = index > first_lower[cluster]
-                if waits.any():
-                    put(r, at[waits])
-                    at, after = at[~waits], after[~waits]
-            gone = nxt[at]
-            symbols[at] = r
-            rank[gone] = none
-            alive[gone] = False
-            nxt[at] = after
-            prv[after[after < n]] = at[after < n]
-            # the pairs that changed: each merged token's own, and the one before it
-            changed = sorted_distinct(np.concatenate([at, prv[at][prv[at] >= 0]]))
-            following = nxt[changed]
-            rank[changed] = np.where(following < n, lookup(symbols[changed], symbols[np.minimum(following, n - 1)]), none)
-            wait(changed)
-        left = np.flatnonzero(alive)  # the symbols left, in order
-        return symbols[left].astype(np.int64), np.bincount(np.searchsorted(piece_end, left, "right"), minlength=len(sizes))
+        if self._bulk is not None:
+            self._bulk.prepare()
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The bytes of ids (a list, or a numpy array such as a shard); an id outside the
@@ -840,6 +464,7 @@ class Tokenizer:
 
     def _decode_array(self, ids) -> bytes:
         import numpy as np
+        from .arrays import spans
 
         data, starts, lengths, sparse = self._byte_table
         ids = np.asarray(ids)
@@ -859,19 +484,6 @@ class Tokenizer:
             blocks.append(data[spans(starts[where], lengths[where])].tobytes())
         return b"".join(blocks)
 
-    def _encode_piece(self, piece: bytes) -> tuple[int, ...]:
-        ranks = self.ranks
-        rank = ranks.get(piece)
-        if rank is not None:  # a piece that is itself a token is one token
-            return (rank,)
-        if len(piece) > _NUMPY_PIECE:
-            import numpy as np
-
-            ids, _ = self._bpe_long(np.frombuffer(piece, dtype=np.uint8), np.zeros(1, dtype=np.int64), np.array([len(piece)]))
-            return tuple(ids.tolist())
-        return tuple(ranks[part] for part in _merge_parts(piece, ranks))
-
-
 def check_special_tokens(special_tokens: dict[str, int]) -> None:
     """Special tokens are non-empty text with ids from 0 on: an empty one would match between
     every two characters of every text."""
@@ -882,155 +494,7 @@ def check_special_tokens(special_tokens: dict[str, int]) -> None:
             raise BpecliError(f"special token {token!r}: its id {rank!r} is not a whole number from 0 on")
 
 
-_NO_RANK = 1 << 62
-# Lookups of more pairs than this go in blocks, so their temporaries stay small.
-_LOOKUP_BLOCK = 1 << 20
-# _bpe_rounds hands the last pieces still merging to Python when no more than this many are left.
-_FEW_PIECES = 64
-
-
-class _PairTable:
-    """Pair keys (left * base + right) -> the rank of the joined token, kept in a _PieceTable
-    (the key as a piece's low word, a high word of 1) so that numpy looks up many at once."""
-
-    def __init__(self, keys, values, base: int):
-        import numpy as np
-
-        self.base = base
-        self.table = _PieceTable.of(keys.astype(np.uint64), np.ones(len(keys), dtype=np.uint64), values)
-
-    def lookup(self, wanted):
-        """The value of each key in wanted; _NO_RANK for a key that is not in the table."""
-        import numpy as np
-
-        from .pretokenize import piece_hash
-
-        if len(wanted) > _LOOKUP_BLOCK:
-            return np.concatenate([self.lookup(wanted[at : at + _LOOKUP_BLOCK]) for at in range(0, len(wanted), _LOOKUP_BLOCK)])
-        low, high = wanted.astype(np.uint64), np.ones(len(wanted), dtype=np.uint64)
-        slots = self.table.find(low, high, piece_hash(low, high))
-        return np.where(slots >= 0, self.table.start[slots], _NO_RANK)
-
-
-class _PieceTable:
-    """Pieces of up to 15 bytes (as pretokenize.pack_pieces gives them: low, high, mixed) ->
-    their ids, for numpy: an open-addressing table whose values are (start, length) in one
-    growing array of ids. Lookups and inserts take whole arrays of pieces."""
-
-    LIMIT = 1 << 21  # pieces kept before the table starts afresh (memory stays bounded)
-
-    def __init__(self):
-        import numpy as np
-
-        self.ids = np.empty(1 << 16, dtype=np.int64)
-        self.used = 0
-        self._allocate(16)
-
-    def _allocate(self, bits: int) -> None:
-        import numpy as np
-
-        size = 1 << bits
-        self.shift, self.mask = np.uint64(64 - bits), size - 1
-        self.low = np.zeros(size, dtype=np.uint64)
-        self.high = np.zeros(size, dtype=np.uint64)  # 0: an empty slot (a piece's high holds its length)
-        self.start = np.zeros(size, dtype=np.int64)
-        self.length = np.zeros(size, dtype=np.int64)
-        self.count = 0
-
-    @classmethod
-    def of(cls, low, high, values) -> _PieceTable:
-        """A table of distinct pieces whose value (in start) is values[i]."""
-        import numpy as np
-
-        from .pretokenize import piece_hash
-
-        table = cls()
-        table._allocate(max(16, (4 * len(low)).bit_length()))
-        table._place(low, high, piece_hash(low, high), values, np.ones(len(low), dtype=np.int64))
-        return table
-
-    def make_room(self, n: int) -> None:
-        """Start afresh if n more pieces could take the table past LIMIT (call before find)."""
-        if self.count + n > self.LIMIT:
-            self.used = 0
-            self._allocate(16)
-
-    def find(self, low, high, mixed):
-        """The slot of each piece, or -1 where the table does not have it."""
-        import numpy as np
-
-        out = np.full(len(low), -1, dtype=np.int64)
-        todo = np.arange(len(low))
-        slots = (mixed >> self.shift).astype(np.int64)
-        while len(todo):
-            found = self.high[slots]
-            hit = (found == high[todo]) & (self.low[slots] == low[todo])
-            out[todo[hit]] = slots[hit]
-            go_on = ~hit & (found != 0)
-            todo, slots = todo[go_on], (slots[go_on] + 1) & self.mask
-        return out
-
-    def insert(self, low, high, mixed, ids, counts) -> None:
-        """Add pieces the table does not have, with their ids (one piece's after another's;
-        counts: how many each has)."""
-        import numpy as np
-
-        from .pretokenize import piece_hash
-
-        if 2 * (self.count + len(low)) > len(self.high):  # keep the load under one half
-            kept = np.flatnonzero(self.high)
-            old = self.low[kept], self.high[kept], self.start[kept], self.length[kept]
-            self._allocate((4 * (self.count + len(low))).bit_length())
-            self._place(old[0], old[1], piece_hash(old[0], old[1]), old[2], old[3])
-        at = self.scratch(ids)
-        self.used += len(ids)
-        self._place(low, high, mixed, at + np.cumsum(counts) - counts, counts)
-
-    def scratch(self, flat) -> int:
-        """Write ids after the table's own and return where they start; the next call or insert
-        writes over them."""
-        import numpy as np
-
-        if self.used + len(flat) > len(self.ids):
-            grown = np.empty(2 * (self.used + len(flat)), dtype=np.int64)
-            grown[: self.used] = self.ids[: self.used]
-            self.ids = grown
-        self.ids[self.used : self.used + len(flat)] = flat
-        return self.used
-
-    def _place(self, low, high, mixed, start, length) -> None:
-        import numpy as np
-
-        todo = np.arange(len(low))
-        slots = (mixed >> self.shift).astype(np.int64)
-        while len(todo):  # each round, every free slot takes the first piece that wants it
-            free = self.high[slots] == 0
-            claimed, first = np.unique(slots[free], return_index=True)
-            chosen = np.flatnonzero(free)[first]
-            piece = todo[chosen]
-            self.low[claimed], self.high[claimed] = low[piece], high[piece]
-            self.start[claimed], self.length[claimed] = start[piece], length[piece]
-            rest = np.ones(len(todo), dtype=bool)
-            rest[chosen] = False
-            todo, slots = todo[rest], (slots[rest] + 1) & self.mask
-        self.count += len(low)
-
-
-def join_encoded(results: list[tuple]):
-    """encode_documents results of consecutive batches as one (ids, document ends).
-
-    Example: [([1, 2], [2]), ([3], [1])] -> ([1, 2, 3], [2, 3])
-    """
-    import numpy as np
-
-    shifts = np.cumsum([0] + [len(ids) for ids, _ in results[:-1]])
-    return (
-        np.concatenate([ids for ids, _ in results]),
-        np.concatenate([ends + shift for (_, ends), shift in zip(results, shifts)]),
-    )
-
-
-def _blocks(text: str, size: int = _BULK_BATCH) -> list[str]:
+def _blocks(text: str, size: int = _BLOCK_CHARS) -> list[str]:
     """text cut into blocks of about `size` characters where a piece surely starts (SAFE_CUT),
     so each block encodes as a document."""
     blocks, start = [], 0
@@ -1042,80 +506,6 @@ def _blocks(text: str, size: int = _BULK_BATCH) -> list[str]:
         start = found.start()
     blocks.append(text[start:])
     return blocks
-
-
-def _merge_parts(piece: bytes, ranks: dict[bytes, int], max_rank: int | None = None) -> list[bytes]:
-    """Merge adjacent parts of piece, the pair whose bytes have the lowest rank first (leftmost on
-    ties), until no pair is a token; ranks at or above max_rank are left out.
-
-    Example (GPT-2 ranks): b"hello" -> [b"hello"]; b" tokenizer" -> [b" token", b"izer"]
-    """
-    if len(piece) > _LONG_PIECE:
-        return _merge_parts_heap(piece, ranks, max_rank)
-    return _merge_parts_scan(piece, ranks, max_rank)
-
-
-def _merge_parts_scan(piece: bytes, ranks: dict[bytes, int], max_rank: int | None = None) -> list[bytes]:
-    """_merge_parts for short pieces: the pair ranks in a list whose minimum min() finds in C;
-    after a merge only the two pairs beside it are looked up again."""
-    limit = sys.maxsize if max_rank is None else max_rank
-    if max_rank is None:
-        rank_of = ranks.get
-    else:  # ranks at or above max_rank count as no rank at all
-        rank_of = lambda pair, default: min(ranks.get(pair, default), default)  # type: ignore[assignment]  # noqa: E731
-
-    parts = list(map(_BYTE_TOKENS.__getitem__, piece))
-    pair_ranks = list(map(rank_of, map(add, parts, islice(parts, 1, None)), repeat(limit, len(piece) - 1)))
-    while pair_ranks:
-        best = min(pair_ranks)
-        if best == limit:
-            break
-        i = pair_ranks.index(best)  # the leftmost of equal ranks, as tiktoken does
-        parts[i : i + 2] = [parts[i] + parts[i + 1]]
-        del pair_ranks[i]
-        if i > 0:
-            pair_ranks[i - 1] = rank_of(parts[i - 1] + parts[i], limit)
-        if i < len(pair_ranks):
-            pair_ranks[i] = rank_of(parts[i] + parts[i + 1], limit)
-    return parts
-
-
-def _merge_parts_heap(piece: bytes, ranks: dict[bytes, int], max_rank: int | None = None) -> list[bytes]:
-    """_merge_parts for long pieces: a heap of (rank, start) over a linked list of parts, so each
-    merge costs O(log n) instead of a rescan."""
-    limit = float("inf") if max_rank is None else max_rank
-    n = len(piece)
-    end = list(range(1, n + 1))  # end[i]: where the part starting at byte i ends
-    prev = list(range(-1, n - 1))  # prev[i]: the start of the part before, -1 if none
-    alive = [True] * n
-
-    def pair_rank(start: int) -> int | None:
-        stop = end[start]
-        if stop >= n:
-            return None
-        rank = ranks.get(piece[start : end[stop]])
-        return rank if rank is not None and rank < limit else None
-
-    heap = [(rank, i) for i in range(n - 1) if (rank := pair_rank(i)) is not None]
-    heapq.heapify(heap)
-    while heap:
-        rank, start = heapq.heappop(heap)
-        if not alive[start] or pair_rank(start) != rank:
-            continue  # stale: this part merged away or its right neighbour changed
-        right = end[start]
-        end[start] = end[right]
-        alive[right] = False
-        if end[start] < n:
-            prev[end[start]] = start
-        for i in (prev[start], start):
-            if i >= 0 and (r := pair_rank(i)) is not None:
-                heapq.heappush(heap, (r, i))
-    parts = []
-    i = 0
-    while i < n:
-        parts.append(piece[i : end[i]])
-        i = end[i]
-    return parts
 
 
 def _all_space(token: bytes) -> bool:

@@ -618,3 +618,13 @@ def test_encode_out_for_nanogpt_with_a_validation_split_and_bos(gpt2_vocab, tmp_
     decoded = run("decode", "-t", gpt2_vocab, out / "val.bin")
     assert decoded.exit_code == 0 and decoded.stdout.startswith("<|endoftext|>document ")
     assert run("inspect", out, "--verify").exit_code == 0
+
+
+def test_the_command_line_loads_numpy_only_when_it_needs_it():
+    """A one-liner starts fast, and the signal thread blocks SIGTERM and SIGINT before numpy
+    starts threads of its own (which would take those signals where no one waits for them)."""
+    import subprocess
+    import sys
+
+    code = "import sys, bpecli, bpecli.cli, bpecli.files, bpecli.tokenizer; print('numpy' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

@@ -7,7 +7,8 @@ import pytest
 
 from bpecli import corpus, counting
 from bpecli.counting import PieceCounts, TreeSum, count_pretokens, merge
-from bpecli.pretokenize import PATTERNS, compiled, gpt2_piece_starts
+from bpecli.pretokenize import PATTERNS, compiled
+from bpecli.pretokenize.gpt2 import gpt2_piece_starts
 
 PIECES = [b"a", b" b", b"", b"x" * 15, b"y" * 16, "字字".encode(), b"\x00\xff" * 20]
 
@@ -67,9 +68,9 @@ def test_merging_stays_exact_when_the_hash_collides(monkeypatch):
     bounds = gpt2_piece_starts(data)
     pieces = [data[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
     monkeypatch.setattr(counting, "piece_hash", lambda low, high: low & 0)
-    from bpecli import pretokenize
+    from bpecli.bulk import packing
 
-    monkeypatch.setattr(pretokenize, "_mix", lambda x: x & 0)
+    monkeypatch.setattr(packing, "_mix", lambda x: x & 0)
     once = PieceCounts.of_spans(data, bounds)
     assert once.to_dict() == Counter(pieces)
     assert merge(once, once).to_dict() == {p: 2 * n for p, n in Counter(pieces).items()}

@@ -5,7 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpecli.pretokenize import PATTERNS, cl100k_piece_starts, compiled, gpt2_piece_starts, o200k_piece_starts
+from bpecli.pretokenize import PATTERNS, compiled
+from bpecli.pretokenize.cl100k import cl100k_piece_starts
+from bpecli.pretokenize.gpt2 import gpt2_piece_starts
+from bpecli.pretokenize.o200k import o200k_piece_starts
 
 SPLITTERS = {"gpt2": gpt2_piece_starts, "cl100k": cl100k_piece_starts, "o200k": o200k_piece_starts}
 
@@ -99,26 +102,12 @@ def o200k_over_gpt2(gpt2):
 def test_bulk_encoding_with_the_o200k_pattern_equals_tiktoken(o200k_over_gpt2, documents):
     ours, theirs = o200k_over_gpt2
     ids, _ = ours.encode_documents(documents)
-    assert ours._bulk_split is o200k_piece_starts
+    assert ours._bulk.split is o200k_piece_starts
     assert ids.tolist() == [i for d in theirs.encode_ordinary_batch(documents) for i in d]
 
 
 def test_long_texts_take_the_vectorised_path_and_agree(gpt2, tiktoken_gpt2, kernel_docs_sample):
     text = kernel_docs_sample[:300_000] + "<|endoftext|>" + "x'll \u00a0 " * 10_000
-    assert gpt2._bulk_split is not None
+    assert gpt2._bulk is not None
     assert gpt2.encode(text, allowed_special="all") == tiktoken_gpt2.encode(text, allowed_special="all")
     assert gpt2.encode_ordinary(text) == tiktoken_gpt2.encode_ordinary(text)
-
-
-def test_group_puts_equal_values_together_even_when_their_slots_collide():
-    """Small values share their top bits, so all want one slot of the hash table and probe on."""
-    import numpy as np
-
-    from bpecli.pretokenize import group
-
-    rng = np.random.default_rng(0)
-    for values in (np.array([1, 2, 3, 1, 3, 3], dtype=np.uint64), rng.integers(0, 50, 1000).astype(np.uint64),
-                   rng.integers(0, 2**63, 5000).astype(np.uint64)):
-        first, number = group(values)
-        assert (values[first][number] == values).all()
-        assert len(first) == len(np.unique(values))

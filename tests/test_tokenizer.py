@@ -1,6 +1,5 @@
 """Encode and decode, id for id against tiktoken built from the same ranks."""
 
-import itertools
 
 import pytest
 from hypothesis import given, settings
@@ -123,27 +122,9 @@ def test_decode_errors(gpt2):
         gpt2.decode(broken, errors="strict")
 
 
-def test_heap_merge_equals_scan_merge(gpt2):
-    from bpecli.tokenizer import _merge_parts_heap, _merge_parts_scan
-
-    for piece in [b"a" * 200, b"ab" * 100, "é".encode() * 90, b" hello" * 30, bytes(range(256)), b"x", b""]:
-        assert _merge_parts_heap(piece, gpt2.ranks) == _merge_parts_scan(piece, gpt2.ranks)
-        assert _merge_parts_heap(piece, gpt2.ranks, 300) == _merge_parts_scan(piece, gpt2.ranks, 300)
-
-
 def test_surrogates_are_fixed_up_as_tiktoken_does(gpt2, tiktoken_gpt2):
     for text in ["a\ud800b", "\ud83d\ude00 ok", "x" * 70_000 + "\udfff"]:
         assert gpt2.encode(text, allowed_special="all") == tiktoken_gpt2.encode(text, allowed_special="all")
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.binary(min_size=1, max_size=70) | st.text(min_size=1, max_size=20).map(str.encode), min_size=1, max_size=20))
-def test_batch_bpe_equals_one_piece_at_a_time(gpt2, pieces):
-    """_bpe_batch merges every piece in rounds with numpy; _merge_parts one piece in Python."""
-    from bpecli.tokenizer import _merge_parts
-
-    expected = [tuple(gpt2.ranks[part] for part in _merge_parts(piece, gpt2.ranks)) for piece in pieces]
-    assert gpt2._bpe_batch(pieces) == expected
 
 
 def test_decode_takes_a_numpy_array_like_a_list(gpt2):
@@ -157,106 +138,7 @@ def test_decode_takes_a_numpy_array_like_a_list(gpt2):
         gpt2.decode(np.array([31373, 60000]))
 
 
-def test_the_piece_table_starting_afresh_changes_no_id(gpt2, tiktoken_gpt2, kernel_docs_sample, monkeypatch):
-    from bpecli.tokenizer import Tokenizer, _PieceTable
-
-    monkeypatch.setattr(_PieceTable, "LIMIT", 3000)  # far fewer pieces than the text has
-    fresh = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
-    documents = kernel_docs_sample[:400_000].split("<|endoftext|>")
-    ids, _ = fresh.encode_documents(documents)
-    assert ids.tolist() == [i for d in tiktoken_gpt2.encode_ordinary_batch(documents) for i in d]
-
-
-def test_the_piece_table_growing_while_it_has_pieces_changes_no_id(gpt2, tiktoken_gpt2, kernel_docs_sample):
-    """The second batch finds some pieces in the table and adds so many others that it grows."""
-    from bpecli.tokenizer import Tokenizer
-
-    fresh = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
-    documents = kernel_docs_sample[:300_000].split("<|endoftext|>")
-    made_up = " ".join("".join(letters) for letters in itertools.islice(itertools.product("etaoinshrd", repeat=5), 40_000))
-    for batch in (documents[:3], documents[3:] + [made_up]):
-        size = fresh._piece_table.count
-        ids, _ = fresh.encode_documents(batch)
-        assert ids.tolist() == [i for d in tiktoken_gpt2.encode_ordinary_batch(batch) for i in d]
-    assert size > 0 and len(fresh._piece_table.high) > 1 << 16  # it had pieces, and it grew
-
-
-def test_the_pair_table_holds_every_cut_of_every_token(gpt2):
-    """Built with numpy (long tokens in Python); the same as asking the ranks of every cut."""
-    import numpy as np
-
-    ranks, table = gpt2.ranks, gpt2._pair_table
-    expected = {}
-    for token, rank in ranks.items():
-        for cut in range(1, len(token)):
-            left, right = ranks.get(token[:cut]), ranks.get(token[cut:])
-            if left is not None and right is not None:
-                expected[left * table.base + right] = rank
-    keys = np.fromiter(expected, dtype=np.int64)
-    assert table.lookup(keys).tolist() == list(expected.values())
-    assert table.table.count == len(expected)
-
-
-def test_clear_cache_makes_the_next_encode_cold(gpt2):
-    from bpecli.tokenizer import Tokenizer
-
-    tok = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
-    texts = ["hello world " * 10, "internationalization"]  # a short piece for the table, a long one for the dict
-    first = tok.encode_documents(texts)[0].tolist()
-    assert tok._piece_table.count > 0 and tok._cache
-    tok.clear_cache()
-    assert tok._piece_table.count == 0 and not tok._cache
-    assert tok.encode_documents(texts)[0].tolist() == first
-
-
-def _tokens_across_characters(tok) -> list[str]:
-    """GPT-2 tokens that hold a non-ASCII character and another (ドラゴン, ' Pokémon', 'ón')."""
-    texts = []
-    for token in tok.ranks:
-        try:
-            text = token.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        if len(text) >= 2 and any(ord(c) > 127 for c in text):
-            texts.append(text)
-    return texts
-
-
-def test_cuts_where_no_token_spans_change_no_id(gpt2, tiktoken_gpt2):
-    """encode_documents cuts pieces where no token holds the two bytes on either side; runs of
-    CJK and accented letters around tokens that do span characters still get tiktoken's ids."""
-    fragments = _tokens_across_characters(gpt2) + list("日本語のテキストと中文文本系统管理员éñü한국어") + ["CPU", " the", "s", "'"]
-
-    @settings(max_examples=300, deadline=None)
-    @given(st.lists(st.lists(st.sampled_from(fragments), max_size=30).map("".join), min_size=1, max_size=8))
-    def check(documents):
-        ids, ends = gpt2.encode_documents(documents)
-        expected = tiktoken_gpt2.encode_ordinary_batch(documents)
-        assert ids.tolist() == [i for d in expected for i in d]
-        assert ends.tolist() == list(itertools.accumulate(map(len, expected)))
-
-    check()
-
-
 # ---- long pieces, threads, odd ids: exact and safe whatever comes ----
-
-_LONG_PARTS = st.sampled_from(["a", "aa", "b", "ab", "the", "re", "ing", " ", "é", "中", "!", "\n", "0", "ll", "ation"])
-
-
-@settings(max_examples=150, deadline=None)
-@given(st.lists(st.lists(_LONG_PARTS, min_size=1, max_size=300).map("".join).map(str.encode), min_size=1, max_size=6))
-def test_long_piece_rounds_equal_one_merge_at_a_time(gpt2, pieces):
-    """_bpe_long merges all the pairs of a rank at once, but for those near a merge that makes a
-    lower pair; the result must be BPE's, one merge at a time."""
-    import numpy as np
-
-    from bpecli.tokenizer import _merge_parts
-
-    sizes = np.array([len(p) for p in pieces])
-    ids, counts = gpt2._bpe_long(np.frombuffer(b"".join(pieces), dtype=np.uint8), np.cumsum(sizes) - sizes, sizes)
-    expected = [[gpt2.ranks[part] for part in _merge_parts(piece, gpt2.ranks)] for piece in pieces]
-    assert ids.tolist() == [i for e in expected for i in e] and counts.tolist() == [len(e) for e in expected]
-
 
 @pytest.mark.parametrize("text", ["a" * 300_000, "ab" * 150_000, "thequickbrownfox" * 20_000, "é" * 100_000])
 def test_very_long_pieces_equal_tiktoken(gpt2, tiktoken_gpt2, text):

@@ -1,10 +1,11 @@
-"""The presets mean tiktoken's Unicode classes, on every code point (bpecli.unicode_classes)."""
+"""The presets mean tiktoken's Unicode classes, on every code point (bpecli.pretokenize.unicode_classes)."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpecli import PATTERNS, Tokenizer, unicode_classes
+from bpecli import PATTERNS, Tokenizer
+from bpecli.pretokenize import unicode_classes
 
 # Every code point but the surrogates, which UTF-8 cannot carry.
 EVERY = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]

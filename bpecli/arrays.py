@@ -1,0 +1,24 @@
+"""numpy helpers every stage uses: the positions of many spans, the distinct values of an array."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def spans(starts, sizes):
+    """Every position of the spans [start, start + size).
+
+    Example: [10, 3], [2, 3] -> [10, 11, 3, 4, 5]
+    """
+    return np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
+
+
+def sorted_distinct(values):
+    """The distinct values, sorted (np.unique hashes or does more work than a sort and a compare;
+    values that come in order already, as positions often do, are not sorted again).
+
+    Example: [3, 1, 3] -> [1, 3]
+    """
+    if len(values) > 1 and not (values[1:] >= values[:-1]).all():
+        values = np.sort(values)
+    return values[np.concatenate(([True], values[1:] != values[:-1]))]

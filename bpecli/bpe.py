@@ -1,0 +1,88 @@
+"""BPE of one pre-token in Python, the reference every faster path is checked against: merge the
+pair whose bytes have the lowest rank, leftmost first, until no pair is a token. No numpy here:
+the regex path of a shell one-liner uses it."""
+
+from __future__ import annotations
+
+import heapq
+import sys
+from itertools import islice, repeat
+from operator import add
+
+BYTE_TOKENS = [bytes([b]) for b in range(256)]
+# Pieces longer than this are merged with a heap over a linked list instead of rescans.
+LONG_PIECE = 64
+
+
+def merge_parts(piece: bytes, ranks: dict[bytes, int], max_rank: int | None = None) -> list[bytes]:
+    """Merge adjacent parts of piece, the pair whose bytes have the lowest rank first (leftmost on
+    ties), until no pair is a token; ranks at or above max_rank are left out.
+
+    Example (GPT-2 ranks): b"hello" -> [b"hello"]; b" tokenizer" -> [b" token", b"izer"]
+    """
+    if len(piece) > LONG_PIECE:
+        return _merge_parts_heap(piece, ranks, max_rank)
+    return _merge_parts_scan(piece, ranks, max_rank)
+
+
+def _merge_parts_scan(piece: bytes, ranks: dict[bytes, int], max_rank: int | None = None) -> list[bytes]:
+    """merge_parts for short pieces: the pair ranks in a list whose minimum min() finds in C;
+    after a merge only the two pairs beside it are looked up again."""
+    limit = sys.maxsize if max_rank is None else max_rank
+    if max_rank is None:
+        rank_of = ranks.get
+    else:  # ranks at or above max_rank count as no rank at all
+        rank_of = lambda pair, default: min(ranks.get(pair, default), default)  # type: ignore[assignment]  # noqa: E731
+
+    parts = list(map(BYTE_TOKENS.__getitem__, piece))
+    pair_ranks = list(map(rank_of, map(add, parts, islice(parts, 1, None)), repeat(limit, len(piece) - 1)))
+    while pair_ranks:
+        best = min(pair_ranks)
+        if best == limit:
+            break
+        i = pair_ranks.index(best)  # the leftmost of equal ranks, as tiktoken does
+        parts[i : i + 2] = [parts[i] + parts[i + 1]]
+        del pair_ranks[i]
+        if i > 0:
+            pair_ranks[i - 1] = rank_of(parts[i - 1] + parts[i], limit)
+        if i < len(pair_ranks):
+            pair_ranks[i] = rank_of(parts[i] + parts[i + 1], limit)
+    return parts
+
+
+def _merge_parts_heap(piece: bytes, ranks: dict[bytes, int], max_rank: int | None = None) -> list[bytes]:
+    """merge_parts for long pieces: a heap of (rank, start) over a linked list of parts, so each
+    merge costs O(log n) instead of a rescan."""
+    limit = float("inf") if max_rank is None else max_rank
+    n = len(piece)
+    end = list(range(1, n + 1))  # end[i]: where the part starting at byte i ends
+    prev = list(range(-1, n - 1))  # prev[i]: the start of the part before, -1 if none
+    alive = [True] * n
+
+    def pair_rank(start: int) -> int | None:
+        stop = end[start]
+        if stop >= n:
+            return None
+        rank = ranks.get(piece[start : end[stop]])
+        return rank if rank is not None and rank < limit else None
+
+    heap = [(rank, i) for i in range(n - 1) if (rank := pair_rank(i)) is not None]
+    heapq.heapify(heap)
+    while heap:
+        rank, start = heapq.heappop(heap)
+        if not alive[start] or pair_rank(start) != rank:
+            continue  # stale: this part merged away or its right neighbour changed
+        right = end[start]
+        end[start] = end[right]
+        alive[right] = False
+        if end[start] < n:
+            prev[end[start]] = start
+        for i in (prev[start], start):
+            if i >= 0 and (r := pair_rank(i)) is not None:
+                heapq.heappush(heap, (r, i))
+    parts = []
+    i = 0
+    while i < n:
+        parts.append(piece[i : end[i]])
+        i = end[i]
+    return parts

@@ -1,0 +1,250 @@
+"""BPE of pre-tokens: one piece in Python (merge_parts), many at once in numpy rounds
+(bpe_rounds), long ones in rounds whose work follows the pairs they change (bpe_long)."""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from ..arrays import sorted_distinct, spans
+from ..bpe import merge_parts
+from .packing import LENGTH_SHIFT, PACKED_ROW_BYTES, piece_hash
+from .tables import LOOKUP_BLOCK, NO_RANK, Vocabulary
+
+# Pieces longer than this are merged in numpy rounds (bpe_long): no Python object per byte.
+NUMPY_PIECE = 4096
+# bpe_rounds hands the last pieces still merging to Python when no more than this many are left.
+FEW_PIECES = 64
+
+
+def encode_piece(vocab: Vocabulary, piece: bytes) -> tuple[int, ...]:
+    """The ids of one piece: itself if it is a token, else its merged parts."""
+    ranks = vocab.ranks
+    rank = ranks.get(piece)
+    if rank is not None:  # a piece that is itself a token is one token
+        return (rank,)
+    if len(piece) > NUMPY_PIECE:
+        ids, _ = bpe_long(vocab, np.frombuffer(piece, dtype=np.uint8), np.zeros(1, dtype=np.int64), np.array([len(piece)]))
+        return tuple(ids.tolist())
+    return tuple(ranks[part] for part in merge_parts(piece, ranks))
+
+
+
+def bpe_batch(vocab: Vocabulary, pieces: list[bytes]) -> list[tuple[int, ...]]:
+    """The ids of many pieces, as _encode_piece gives them: a piece that is a token is one;
+    the others merge with numpy (_bpe_spans).
+
+    Example (GPT-2): [b" tokenizer", b"ingly"] -> [(11241, 7509), (4420,)]
+    """
+    results: list = [(rank,) if rank is not None else None for rank in map(vocab.ranks.get, pieces)]
+    todo = [i for i, found in enumerate(results) if found is None]
+    sizes = np.fromiter((len(pieces[i]) for i in todo), dtype=np.int64, count=len(todo))
+    text = np.frombuffer(b"".join(pieces[i] for i in todo), dtype=np.uint8)
+    ids, counts = bpe_spans(vocab, text, np.cumsum(sizes) - sizes, sizes)
+    flat, at = ids.tolist(), 0
+    for i, count in zip(todo, counts.tolist()):
+        results[i] = tuple(flat[at : at + count])
+        at += count
+    return results
+
+def bpe_packed(vocab: Vocabulary, low, high):
+    """(ids, counts): the ids of packed pieces of up to 15 bytes (see pretokenize.pack_spans),
+    one after another, and how many each piece has; all in numpy, the pieces never becoming
+    bytes objects. A piece that is a token is that token."""
+    tokens = vocab.short_tokens
+    slots = tokens.find(low, high, piece_hash(low, high))
+    is_token = slots >= 0
+    sizes = (high >> np.uint64(LENGTH_SHIFT)).astype(np.int64)
+    text = np.stack([low, high], axis=1).astype("<u8", copy=False).view(np.uint8).ravel()  # row i: piece i's bytes
+    merged = np.flatnonzero(~is_token)
+    merged_ids, merged_counts = bpe_spans(vocab, text, merged * PACKED_ROW_BYTES, sizes[merged])
+    counts = np.ones(len(low), dtype=np.int64)
+    counts[merged] = merged_counts
+    ids = np.empty(int(counts.sum()), dtype=np.int64)
+    starts = np.cumsum(counts) - counts
+    ids[starts[is_token]] = tokens.start[slots[is_token]]
+    ids[spans(starts[merged], merged_counts)] = merged_ids
+    return ids, counts
+
+def bpe_spans(vocab: Vocabulary, text, starts, sizes):
+    """(ids, counts) of the pieces text[start : start + size] (none of them a token, so each
+    at least 2 bytes) merged as merge_parts does. They merge in numpy rounds (_bpe_rounds),
+    grouped by length so that a few long pieces do not keep all the short ones' rounds going;
+    the longest go to _bpe_long, all in one call."""
+    counts = np.zeros(len(sizes), dtype=np.int64)
+    found = []
+    for low, high in ((2, 16), (17, 31), (32, 63), (64, 127), (128, 255), (256, 511), (512, 1024)):
+        members = np.flatnonzero((sizes >= low) & (sizes <= high))
+        if len(members):
+            symbols = vocab.byte_ids[text[spans(starts[members], sizes[members])]]
+            ids, counts[members] = bpe_rounds(vocab, symbols, sizes[members])
+            found.append((members, ids))
+    members = np.flatnonzero(sizes > 1024)
+    if len(members):
+        ids, counts[members] = bpe_long(vocab, text, starts[members], sizes[members])
+        found.append((members, ids))
+    out = np.empty(int(counts.sum()), dtype=np.int64)
+    out_starts = np.cumsum(counts) - counts
+    for members, ids in found:
+        out[spans(out_starts[members], counts[members])] = ids
+    return out, counts
+
+def bpe_rounds(vocab: Vocabulary, symbols, sizes):
+    """(ids, counts): many pieces (symbols: their bytes' ids, one piece after another; sizes:
+    how many each has) merged at once with merge_parts's result. Each round merges, in every
+    piece still merging, its lowest-rank pair (the leftmost of equals), all with numpy; there
+    are as many rounds as the longest piece needs merges.
+    """
+    pairs = vocab.pair_table
+    base, none = pairs.base, np.int64(NO_RANK)
+    owner = np.repeat(np.arange(len(sizes)), sizes)  # the piece of each symbol, ascending
+    first = np.ones(len(symbols), dtype=bool)  # the symbol starts its piece
+    first[1:] = owner[1:] != owner[:-1]
+    # the rank of each symbol's pair with the next one in its piece (none at a piece's end);
+    # looked up once here, then only beside each merge
+    pair_rank = np.full(len(symbols), none, dtype=np.int64)
+    inner = np.flatnonzero(~first[1:])
+    pair_rank[inner] = pairs.lookup(symbols[inner] * base + symbols[inner + 1])
+    done_symbols, done_owners = [], []
+    while len(symbols):
+        best = np.minimum.reduceat(pair_rank, np.flatnonzero(first))
+        finished = best == none
+        if finished.any():  # pieces with nothing left to merge are done
+            finished_symbols = finished[np.cumsum(first) - 1]
+            done_symbols.append(symbols[finished_symbols])
+            done_owners.append(owner[finished_symbols])
+            keep = ~finished_symbols
+            symbols, owner, pair_rank, first = symbols[keep], owner[keep], pair_rank[keep], first[keep]
+            best = best[~finished]
+        if len(best) <= FEW_PIECES:  # a round's numpy calls cost more than a few pieces in Python
+            decoder = vocab.decoder
+            for piece in np.unique(owner).tolist():
+                ids = encode_piece(vocab, b"".join(map(decoder.__getitem__, symbols[owner == piece].tolist())))
+                done_symbols.append(np.array(ids, dtype=np.int64))
+                done_owners.append(np.full(len(ids), piece))
+            break
+        # merge the leftmost lowest-rank pair of every piece: the left symbol becomes the
+        # joined token (its id is its rank), the right one goes
+        segment = np.cumsum(first) - 1
+        candidates = np.flatnonzero(pair_rank == best[segment])
+        leftmost = np.ones(len(candidates), dtype=bool)
+        leftmost[1:] = segment[candidates[1:]] != segment[candidates[:-1]]
+        at = candidates[leftmost]
+        symbols[at] = pair_rank[at]
+        keep = np.ones(len(symbols), dtype=bool)
+        keep[at + 1] = False
+        symbols, owner, pair_rank, first = symbols[keep], owner[keep], pair_rank[keep], first[keep]
+        # only the pairs beside each merged symbol change; it moved left by one per merge before it
+        at -= np.arange(len(at))
+        n = len(symbols)
+        has_next = at + 1 < n
+        has_next[has_next] = ~first[at[has_next] + 1]
+        has_prev = ~first[at]
+        pair_rank[at] = none
+        touched = np.concatenate([at[has_next], at[has_prev] - 1])
+        pair_rank[touched] = pairs.lookup(symbols[touched] * base + symbols[touched + 1])
+    owners = np.concatenate([np.zeros(0, dtype=np.int64), *done_owners])
+    order = np.argsort(owners, kind="stable")  # piece by piece, each in its own order
+    return np.concatenate([np.zeros(0, dtype=np.int64), *done_symbols])[order], np.bincount(owners, minlength=len(sizes))
+
+def bpe_long(vocab: Vocabulary, text, starts, sizes):
+    """(ids, counts) of long pieces text[start : start + size], exactly as merge_parts gives
+    them, in numpy rounds whose work is proportional to the pairs they change (a 20 MB run of
+    one letter, a file without spaces). Each piece's symbols form a linked list over byte
+    positions; the pairs of all pieces wait in buckets by rank.
+
+    Each round takes the lowest rank r present and merges its pairs left to right, every other
+    one in a run of overlapping pairs, as one-at-a-time BPE does while every pair a merge makes
+    ranks above r. A merge that makes a pair ranked below r is followed (in BPE's order) by
+    merges that only grow the token holding it; the pairs within the longest token's reach of
+    it wait for a later round.
+    """
+    pairs = vocab.pair_table
+    base, none = pairs.base, np.int32(np.iinfo(np.int32).max)
+    n = int(sizes.sum())
+    reach = vocab.longest_token  # bytes: no merge BPE makes spans more
+    # one int32 per byte for each array: the symbols, the links, and the rank of the pair
+    # that starts at each symbol (none at a piece's end); positions are bytes of the pieces
+    symbols = vocab.byte_ids[text[spans(starts, sizes)]].astype(np.int32)
+    piece_end = np.cumsum(sizes)  # where each piece's symbols end
+    nxt = np.arange(1, n + 1, dtype=np.int32)
+    nxt[piece_end - 1] = n  # n: no next symbol
+    prv = np.arange(-1, n - 1, dtype=np.int32)
+    prv[piece_end - sizes] = -1  # -1: no previous symbol
+    rank = np.full(n, none, dtype=np.int32)
+    alive = np.ones(n, dtype=bool)
+    buckets: dict[int, list] = {}
+    heap: list[int] = []
+
+    def lookup(left, right):  # the rank of each pair (left, right), none where it is no token
+        found = pairs.lookup(left.astype(np.int64) * base + right)
+        return np.where(found == NO_RANK, none, found).astype(np.int32)
+
+    def put(r: int, group) -> None:  # pairs of rank r, waiting in its bucket
+        if r not in buckets:
+            buckets[r] = []
+            heapq.heappush(heap, r)
+        buckets[r].append(group)
+
+    def wait(at):  # put the pairs starting at `at` into the buckets of their ranks
+        at = at[rank[at] != none]
+        if not len(at):
+            return
+        order = np.argsort(rank[at], kind="stable")
+        at, ranks = at[order], rank[at[order]]
+        edges = np.flatnonzero(ranks[1:] != ranks[:-1]) + 1
+        for group, r in zip(np.split(at, edges), ranks[np.concatenate(([0], edges))].tolist()):
+            put(r, group)
+
+    for block in range(0, n, LOOKUP_BLOCK):  # in blocks: no n-long temporaries
+        at = np.arange(block, min(block + LOOKUP_BLOCK, n), dtype=np.int32)
+        at = at[nxt[at] < n]
+        rank[at] = lookup(symbols[at], symbols[at + 1])
+        wait(at)
+    while heap:
+        r = heapq.heappop(heap)
+        at = sorted_distinct(np.concatenate(buckets.pop(r)))  # one wait() fills a bucket in order
+        at = at[rank[at] == r]  # stale entries: merged away, or their pair changed
+        if not len(at):
+            continue
+        # in a run of overlapping pairs (a a a), the first, third, ... merge
+        overlapped = np.zeros(len(at), dtype=bool)
+        overlapped[1:] = nxt[at[:-1]] == at[1:]
+        run_start = np.maximum.accumulate(np.where(overlapped, 0, np.arange(len(at))))
+        at = at[(np.arange(len(at)) - run_start) % 2 == 0]
+        # the pairs each merge makes, as BPE makes them one merge after another: with the
+        # merged token before it (if the one before merged too) and the symbol after it
+        after = nxt[nxt[at]]
+        right = np.where(after < n, lookup(np.full(len(at), r), symbols[np.minimum(after, n - 1)]), none)
+        before = prv[at]
+        merged_before = np.zeros(len(at), dtype=bool)
+        merged_before[1:] = after[:-1] == at[1:]
+        left_symbol = np.where(merged_before, r, symbols[np.maximum(before, 0)])
+        left = np.where(before >= 0, lookup(left_symbol, np.full(len(at), r)), none)
+        lower = (right < r) | (left < r)
+        if lower.any():
+            # after such a merge BPE merges lower pairs, which only grow the token holding it:
+            # no further than the longest token reaches. Merges beyond that reach go ahead now;
+            # in a cluster of pairs closer than that, those after the first lower one wait
+            index = np.arange(len(at))
+            starts_cluster = np.concatenate(([True], np.diff(at) > reach))
+            cluster = np.cumsum(starts_cluster) - 1
+            first_lower = np.minimum.reduceat(np.where(lower, index, len(at)), np.flatnonzero(starts_cluster))
+            waits = index > first_lower[cluster]
+            if waits.any():
+                put(r, at[waits])
+                at, after = at[~waits], after[~waits]
+        gone = nxt[at]
+        symbols[at] = r
+        rank[gone] = none
+        alive[gone] = False
+        nxt[at] = after
+        prv[after[after < n]] = at[after < n]
+        # the pairs that changed: each merged token's own, and the one before it
+        changed = sorted_distinct(np.concatenate([at, prv[at][prv[at] >= 0]]))
+        following = nxt[changed]
+        rank[changed] = np.where(following < n, lookup(symbols[changed], symbols[np.minimum(following, n - 1)]), none)
+        wait(changed)
+    left = np.flatnonzero(alive)  # the symbols left, in order
+    return symbols[left].astype(np.int64), np.bincount(np.searchsorted(piece_end, left, "right"), minlength=len(sizes))

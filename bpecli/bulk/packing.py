@@ -1,0 +1,112 @@
+"""Pieces of up to 15 bytes packed into two uint64 each, hashed and numbered with numpy; the
+bulk encoder and counting both work on pieces in this form."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+
+# The packed layout of a piece of up to PACKED_BYTES bytes: two little-endian uint64, `low`
+# holding bytes 0-7 and `high` bytes 8-14 and, in its top byte (from bit LENGTH_SHIFT), the
+# piece's length; viewed as bytes, a row of PACKED_ROW_BYTES whose first `length` are the piece.
+PACKED_BYTES = 15
+LENGTH_SHIFT = 56
+PACKED_ROW_BYTES = 16
+
+
+def pack_pieces(data: bytes, bounds):
+    """(codes, low, high, mixed, long_pieces): the distinct pieces of data (bounds from
+    gpt2_piece_starts) numbered 0, 1, ..., and the number of each piece. Pieces of up to 15 bytes
+    come first, each as two uint64 (low: bytes 0-7; high: bytes 8-14 and the length in the top
+    byte) and their hash (mixed), found with numpy; longer pieces follow as bytes.
+    """
+    starts, sizes = bounds[:-1], np.diff(bounds)
+    packed = np.flatnonzero(sizes <= PACKED_BYTES)
+    low, high = pack_spans(data, starts[packed], sizes[packed])
+    mixed = piece_hash(low, high)
+    first, packed_codes = distinct_packed(low, high, mixed)
+    codes = np.empty(len(starts), dtype=np.int64)
+    codes[packed] = packed_codes
+    long_at = np.flatnonzero(sizes > PACKED_BYTES)
+    index: dict[bytes, int] = {}
+    if len(long_at):
+        long_codes = [index.setdefault(data[a:b], len(index)) for a, b in zip(starts[long_at].tolist(), bounds[long_at + 1].tolist())]
+        codes[long_at] = np.array(long_codes, dtype=np.int64) + len(first)
+    return codes, low[first], high[first], mixed[first], list(index)
+
+
+def pack_spans(data: bytes, starts, sizes):
+    """(low, high): the bytes data[start : start + size] (size at most 15) as two uint64: bytes
+    0-7 little-endian in low, bytes 8-14 in high with the size in its top byte."""
+    words = np.ndarray((len(data) + 9,), dtype="<u8", buffer=data + bytes(16), strides=(1,))
+    masks = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+    low_size = np.minimum(sizes, 8)
+    low = words[starts] & masks[low_size]
+    high = (words[starts + 8] & masks[sizes - low_size]) | (sizes.astype(np.uint64) << np.uint64(LENGTH_SHIFT))
+    return low, high
+
+
+def distinct_packed(low, high, mixed):
+    """(an index of each distinct packed piece, the number of every piece's group), exactly.
+    mixed (piece_hash) is one uint64 per piece for numpy to sort; pieces whose hashes collide are
+    caught and settled by comparing both words."""
+    first, codes = group(mixed)
+    if (low[first][codes] == low).all() and (high[first][codes] == high).all():
+        return first, codes
+    _, first, codes = np.unique(np.stack([low, high], axis=1), axis=0, return_index=True, return_inverse=True)
+    return first, codes.ravel()
+
+
+def group(values):
+    """(one index of each distinct value, the group number of every value), by a hash table:
+    values (uint64 hashes) pick their slot by their top bits and take the next slot while it
+    holds another value. Each round is a few numpy passes over the values not yet placed; at most
+    half the slots are used, so rounds are few. About twice as fast as sorting the values.
+
+    Example: [7, 5, 7] -> ([1, 2], [1, 0, 1]): 5 alone, the two 7s together
+    """
+    bits = max(4, (2 * len(values)).bit_length())
+    table = np.full(1 << bits, -1, dtype=np.int64)  # slot -> the index of the value that holds it
+    slots = (values >> np.uint64(64 - bits)).astype(np.int64)
+    holder = np.empty(len(values), dtype=np.int64)
+    waiting = np.arange(len(values))
+    while len(waiting):
+        free = table[slots] < 0
+        table[slots[free]] = waiting[free]  # of several values claiming one slot, one wins
+        held = table[slots]
+        placed = values[held] == values[waiting]
+        holder[waiting[placed]] = held[placed]
+        waiting, slots = waiting[~placed], (slots[~placed] + 1) & ((1 << bits) - 1)
+    first = np.flatnonzero(holder == np.arange(len(values)))
+    number = np.empty(len(values), dtype=np.int64)
+    number[first] = np.arange(len(first))
+    return first, number[holder]
+
+
+def piece_hash(low, high):
+    """A uint64 hash of each packed piece (see pack_spans)."""
+    return _mix(low ^ _mix(high))
+
+
+def _mix(x):
+    """splitmix64's finaliser: every input bit moves every output bit (a plain multiply leaves
+    the top byte's changes in the top byte, where they cancel)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def document_batches(documents: list, size: int = 1 << 22) -> Iterator[list]:
+    """Documents in groups of about `size` bytes: numpy is several times faster on arrays that
+    fit the caches than on one huge one."""
+    batch, total = [], 0
+    for document in documents:
+        batch.append(document)
+        total += len(document)
+        if total >= size:
+            yield batch
+            batch, total = [], 0
+    if batch:
+        yield batch

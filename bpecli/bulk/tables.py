@@ -1,0 +1,203 @@
+"""The read-only tables of one vocabulary, for numpy: its tokens as arrays, short tokens and
+pairs of tokens in open-addressing hash tables that look up whole arrays at once."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from ..arrays import spans
+from ..bpe import BYTE_TOKENS
+from .packing import PACKED_BYTES, pack_spans, piece_hash
+
+NO_RANK = 1 << 62  # what a lookup gives for a pair that is no token
+# Lookups of more pairs than this go in blocks, so their temporaries stay small.
+LOOKUP_BLOCK = 1 << 20
+
+
+class Vocabulary:
+    """A vocabulary's tables, each built when first used: ranks (token bytes -> id) is all it needs."""
+
+    def __init__(self, ranks: dict[bytes, int]):
+        self.ranks = ranks
+
+    @cached_property
+    def decoder(self) -> dict[int, bytes]:
+        return {rank: token for token, rank in self.ranks.items()}
+
+    @cached_property
+    def token_arrays(self):
+        """(every ordinary token's bytes end to end, where each starts, its length, its rank),
+        the tokens in the order of ranks; the bulk tables are built from these."""
+        sizes = np.fromiter(map(len, self.ranks), dtype=np.int64, count=len(self.ranks))
+        values = np.fromiter(self.ranks.values(), dtype=np.int64, count=len(self.ranks))
+        return b"".join(self.ranks), np.cumsum(sizes) - sizes, sizes, values
+
+    @cached_property
+    def inner_byte_pairs(self):
+        """For every two bytes a, b: whether some token holds b right after a (65,536 flags)."""
+        joined, starts, _, _ = self.token_arrays
+        data = np.frombuffer(joined, dtype=np.uint8).astype(np.int64)
+        inner = np.ones(len(data) - 1, dtype=bool)
+        inner[starts[1:] - 1] = False  # a token's last byte and the next token's first
+        flags = np.zeros(1 << 16, dtype=bool)
+        flags[(data[:-1] << 8 | data[1:])[inner]] = True
+        return flags
+
+
+    @cached_property
+    def short_tokens(self) -> PieceTable:
+        """Every token of up to 15 bytes, packed as pretokenize.pack_spans does -> its rank (in start)."""
+        data, starts, sizes, values = self.token_arrays
+        short = np.flatnonzero(sizes <= PACKED_BYTES)
+        low, high = pack_spans(data, starts[short], sizes[short])
+        return PieceTable.of(low, high, values[short])
+
+    @cached_property
+    def longest_token(self) -> int:
+        return max(map(len, self.ranks))
+
+    @cached_property
+    def byte_ids(self):
+        """The id of each of the 256 one-byte tokens, by byte."""
+        return np.array([self.ranks[t] for t in BYTE_TOKENS], dtype=np.int64)
+
+    @cached_property
+    def pair_table(self) -> PairTable:
+        """For every two tokens whose bytes joined are a token: (left, right) -> the joined
+        token's rank, in a table numpy can look up many pairs in at once. Every cut of every
+        token of up to 15 bytes is looked up with numpy; longer tokens in Python."""
+        ranks = self.ranks
+        base = max(ranks.values()) + 1
+        tokens = list(ranks)
+        data, starts, sizes, values = self.token_arrays
+        short = np.flatnonzero(sizes <= PACKED_BYTES)
+        known = self.short_tokens
+
+        def rank_of(span_starts, span_sizes):
+            low, high = pack_spans(data, span_starts, span_sizes)
+            slots = known.find(low, high, piece_hash(low, high))
+            return np.where(slots >= 0, known.start[slots], -1)
+
+        cut_tokens = short[sizes[short] >= 2]
+        token = np.repeat(cut_tokens, sizes[cut_tokens] - 1)  # one row per cut of each token
+        cut = spans(np.ones_like(cut_tokens), sizes[cut_tokens] - 1)  # 1, 2, ..., size - 1
+        left = rank_of(starts[token], cut)
+        right = rank_of(starts[token] + cut, sizes[token] - cut)
+        both = (left >= 0) & (right >= 0)
+        keys = [left[both] * base + right[both]]
+        found = [values[token[both]]]
+        extra: dict[int, int] = {}
+        for i in np.flatnonzero(sizes > PACKED_BYTES).tolist():  # the few long tokens
+            whole = tokens[i]
+            for k in range(1, len(whole)):
+                a, b = ranks.get(whole[:k]), ranks.get(whole[k:])
+                if a is not None and b is not None:
+                    extra[a * base + b] = int(values[i])
+        keys.append(np.fromiter(extra, dtype=np.int64, count=len(extra)))
+        found.append(np.fromiter(extra.values(), dtype=np.int64, count=len(extra)))
+        return PairTable(np.concatenate(keys), np.concatenate(found), base)
+
+
+class PairTable:
+    """Pair keys (left * base + right) -> the rank of the joined token, kept in a PieceTable
+    (the key as a piece's low word, a high word of 1) so that numpy looks up many at once."""
+
+    def __init__(self, keys, values, base: int):
+        self.base = base
+        self.table = PieceTable.of(keys.astype(np.uint64), np.ones(len(keys), dtype=np.uint64), values)
+
+    def lookup(self, wanted):
+        """The value of each key in wanted; NO_RANK for a key that is not in the table."""
+        if len(wanted) > LOOKUP_BLOCK:
+            return np.concatenate([self.lookup(wanted[at : at + LOOKUP_BLOCK]) for at in range(0, len(wanted), LOOKUP_BLOCK)])
+        low, high = wanted.astype(np.uint64), np.ones(len(wanted), dtype=np.uint64)
+        slots = self.table.find(low, high, piece_hash(low, high))
+        return np.where(slots >= 0, self.table.start[slots], NO_RANK)
+
+
+class PieceTable:
+    """Pieces of up to 15 bytes (as pretokenize.pack_pieces gives them: low, high, mixed) ->
+    their ids, for numpy: an open-addressing table whose values are (start, length) in one
+    growing array of ids. Lookups and inserts take whole arrays of pieces."""
+
+    LIMIT = 1 << 21  # pieces kept before the table starts afresh (memory stays bounded)
+
+    def __init__(self):
+        self.ids = np.empty(1 << 16, dtype=np.int64)
+        self.used = 0
+        self._allocate(16)
+
+    def _allocate(self, bits: int) -> None:
+        size = 1 << bits
+        self.shift, self.mask = np.uint64(64 - bits), size - 1
+        self.low = np.zeros(size, dtype=np.uint64)
+        self.high = np.zeros(size, dtype=np.uint64)  # 0: an empty slot (a piece's high holds its length)
+        self.start = np.zeros(size, dtype=np.int64)
+        self.length = np.zeros(size, dtype=np.int64)
+        self.count = 0
+
+    @classmethod
+    def of(cls, low, high, values) -> PieceTable:
+        """A table of distinct pieces whose value (in start) is values[i]."""
+        table = cls()
+        table._allocate(max(16, (4 * len(low)).bit_length()))
+        table._place(low, high, piece_hash(low, high), values, np.ones(len(low), dtype=np.int64))
+        return table
+
+    def make_room(self, n: int) -> None:
+        """Start afresh if n more pieces could take the table past LIMIT (call before find)."""
+        if self.count + n > self.LIMIT:
+            self.used = 0
+            self._allocate(16)
+
+    def find(self, low, high, mixed):
+        """The slot of each piece, or -1 where the table does not have it."""
+        out = np.full(len(low), -1, dtype=np.int64)
+        todo = np.arange(len(low))
+        slots = (mixed >> self.shift).astype(np.int64)
+        while len(todo):
+            found = self.high[slots]
+            hit = (found == high[todo]) & (self.low[slots] == low[todo])
+            out[todo[hit]] = slots[hit]
+            go_on = ~hit & (found != 0)
+            todo, slots = todo[go_on], (slots[go_on] + 1) & self.mask
+        return out
+
+    def insert(self, low, high, mixed, ids, counts) -> None:
+        """Add pieces the table does not have, with their ids (one piece's after another's;
+        counts: how many each has)."""
+        if 2 * (self.count + len(low)) > len(self.high):  # keep the load under one half
+            kept = np.flatnonzero(self.high)
+            old = self.low[kept], self.high[kept], self.start[kept], self.length[kept]
+            self._allocate((4 * (self.count + len(low))).bit_length())
+            self._place(old[0], old[1], piece_hash(old[0], old[1]), old[2], old[3])
+        at = self.scratch(ids)
+        self.used += len(ids)
+        self._place(low, high, mixed, at + np.cumsum(counts) - counts, counts)
+
+    def scratch(self, flat) -> int:
+        """Write ids after the table's own and return where they start; the next call or insert
+        writes over them."""
+        if self.used + len(flat) > len(self.ids):
+            grown = np.empty(2 * (self.used + len(flat)), dtype=np.int64)
+            grown[: self.used] = self.ids[: self.used]
+            self.ids = grown
+        self.ids[self.used : self.used + len(flat)] = flat
+        return self.used
+
+    def _place(self, low, high, mixed, start, length) -> None:
+        todo = np.arange(len(low))
+        slots = (mixed >> self.shift).astype(np.int64)
+        while len(todo):  # each round, every free slot takes the first piece that wants it
+            free = self.high[slots] == 0
+            claimed, first = np.unique(slots[free], return_index=True)
+            chosen = np.flatnonzero(free)[first]
+            piece = todo[chosen]
+            self.low[claimed], self.high[claimed] = low[piece], high[piece]
+            self.start[claimed], self.length[claimed] = start[piece], length[piece]
+            rest = np.ones(len(todo), dtype=bool)
+            rest[chosen] = False
+            todo, slots = todo[rest], (slots[rest] + 1) & self.mask
+        self.count += len(low)

@@ -1,0 +1,176 @@
+"""Characters as numpy arrays: UTF-8 bytes -> code points and the classes the preset patterns
+read (letter, number, other, whitespace...), and the runs they form. The splitters (gpt2.py,
+cl100k.py, o200k.py) are rules over these classes, applied with numpy array operations to UTF-8
+bytes; they return exactly the pieces of regex's findall (tests compare them); the regex stays the
+reference, and the path for every other pattern."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import regex
+
+from ..arrays import spans
+from . import unicode_classes
+
+LETTER, NUMBER, OTHER, WHITESPACE, SPACE, CRLF = 0, 1, 2, 3, 4, 5  # letter, number, other, whitespace, " ", \r or \n
+_class_cache: dict[int, int] = {}
+
+
+def _class_of(code_point: int) -> int:
+    char = chr(code_point)
+    if char == " ":
+        return SPACE
+    if char in "\r\n":
+        return CRLF
+    if regex.match(r"\s", char):  # the regex module's \s agrees with tiktoken's on every code point
+        return WHITESPACE
+    if unicode_classes.has("L", code_point):
+        return LETTER
+    if unicode_classes.has("N", code_point):
+        return NUMBER
+    return OTHER
+
+
+UPPER, LOWER, BOTH, MARK = 1, 2, 3, 4  # letter cases as o200k's two letter classes see them
+_case_cache: dict[int, int] = {}
+
+
+def _case_of(code_point: int) -> int:
+    """Lu or Lt (upper); Ll (lower); Lm or Lo (in both of o200k's classes: CJK, for one); a
+    combining mark; else 0."""
+    has = unicode_classes.has
+    if has("Lu", code_point) or has("Lt", code_point):
+        return UPPER
+    if has("Ll", code_point):
+        return LOWER
+    if has("Lm", code_point) or has("Lo", code_point):
+        return BOTH
+    if has("M", code_point):
+        return MARK
+    return 0
+
+
+def _classes(code_points, of=_class_of, known=_class_cache):
+    """of(code point) for each code point; each distinct one is asked once (known remembers)."""
+    distinct = np.unique(code_points)
+    for c in distinct.tolist():
+        if c not in known:
+            known[c] = of(c)
+    table = np.array([known[c] for c in distinct.tolist()], dtype=np.uint8)
+    return table[np.searchsorted(distinct, code_points)]
+
+
+@cache
+def _ascii_table(of):
+    """of(c) for the 128 ASCII code points, as a numpy lookup table."""
+    return np.array([of(c) for c in range(128)], dtype=np.uint8)
+
+
+def characters(data: bytes, doc_starts, cases: bool = False):
+    """(where, chars, cls, edges, case) for UTF-8 data: the byte offset of each character (None
+    when every byte is one), its first byte (the character itself if ASCII), its class, edges[i]:
+    character i starts a document (edges[-1], one past the last character, is True), and with
+    cases its letter case (_case_of), else None."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    ascii_table = _ascii_table(_class_of)
+    case = None
+    if raw.max() < 0x80:
+        where, chars, cls = None, raw, ascii_table[raw]
+        if cases:
+            case = _ascii_table(_case_of)[raw]
+    else:  # characters start at bytes that are not 10xxxxxx; decode the multi-byte ones
+        where = np.flatnonzero((raw & 0xC0) != 0x80)
+        chars = raw[where]
+        cls = np.empty(len(where), dtype=np.uint8)
+        single = chars < 0x80
+        cls[single] = ascii_table[chars[single]]
+        multi = where[~single]
+        padded = np.concatenate([raw, np.zeros(3, dtype=np.uint8)])
+        b0, b1, b2, b3 = (padded[multi + k].astype(np.uint32) for k in range(4))
+        cp = np.where(
+            b0 >= 0xF0, ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F),
+            np.where(b0 >= 0xE0, ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), ((b0 & 0x1F) << 6) | (b1 & 0x3F)),
+        )
+        cls[~single] = _classes(cp)
+        if cases:
+            case = np.empty(len(where), dtype=np.uint8)
+            case[single] = _ascii_table(_case_of)[chars[single]]
+            case[~single] = _classes(cp, _case_of, _case_cache)
+    m = len(cls)
+    edges = np.zeros(m + 1, dtype=bool)
+    edges[0] = edges[m] = True
+    if doc_starts is not None and len(doc_starts):
+        inside = np.asarray(doc_starts)
+        inside = inside[(inside > 0) & (inside < len(raw))]
+        edges[inside if where is None else np.searchsorted(where, inside)] = True
+    return where, chars, cls, edges, case
+
+
+def _is_long_s(data: bytes, where, at):
+    """Whether character number `at` is ſ (U+017F, bytes C5 BF), which (?i) matches as s."""
+    if where is None:
+        return np.zeros(len(at), dtype=bool)
+    raw = np.frombuffer(data, dtype=np.uint8)
+    return (raw[where[at]] == 0xC5) & (raw[np.minimum(where[at] + 1, len(raw) - 1)] == 0xBF)
+
+
+def byte_offsets(starts, where, n: int):
+    index = np.flatnonzero(starts)
+    offsets = index if where is None else where[index]
+    return np.append(offsets, n).astype(np.int64)
+
+
+def split_whitespace(starts, cls, q, k, follows, *, whole_at_end: bool) -> None:
+    """Starts in whitespace runs [q, k) (q: where each run's own pieces begin, k when others took
+    all of it; follows: the kind after it, -1 at a document's end): a piece up to and including
+    its last \\r or \\n, then all but its last character, then that last character, which letters,
+    or (if it is a space) others after it, join. whole_at_end: a run that ends its document is
+    one piece (cl100k's \\s++$; o200k has none)."""
+    live = q < k
+    q, k, follows = q[live], k[live], follows[live]
+    starts[q] = True
+    crlf = np.append(-1, np.flatnonzero(cls == CRLF))
+    last_crlf = crlf[np.searchsorted(crlf, k) - 1]  # the last \r or \n before k (-1: none)
+    cut = last_crlf >= q
+    if whole_at_end:
+        cut &= follows >= 0
+    t = np.where(cut, last_crlf + 1, q)  # where the run's tail without \r or \n starts
+    starts[t[t < k]] = True
+    tail = (t < k) & (follows >= 0)
+    starts[(k - 1)[tail & (k - t >= 2)]] = True
+    joins = tail & ((follows == LETTER) | ((follows == OTHER) & (cls[k - 1] == SPACE)))
+    starts[k[joins]] = False
+
+
+def class_runs(cls, edges):
+    """(kind, starts, firsts, ends, run_kind, follows): each character's kind (letter, number,
+    other, whitespace), a start at every run of one kind within a document, where each run starts
+    and ends, its kind, and the kind of the run after it in the same document (-1: none). The
+    starts also cut numbers into threes, as both cl100k and o200k do."""
+    m = len(cls)
+    kind = np.minimum(cls, WHITESPACE)
+    starts = edges[:m].copy()
+    starts[1:] |= kind[1:] != kind[:-1]
+    firsts = np.flatnonzero(starts)
+    ends = np.append(firsts[1:], m)
+    run_kind = kind[firsts]
+    follows = np.full(len(firsts), -1)
+    inside = ~edges[ends]
+    follows[inside] = run_kind[np.flatnonzero(inside) + 1]
+    long_numbers = np.flatnonzero((run_kind == NUMBER) & (ends - firsts > 3))
+    more = (ends[long_numbers] - firsts[long_numbers] - 1) // 3  # starts after the run's first
+    starts[np.repeat(firsts[long_numbers], more) + 3 * (spans(np.zeros_like(more), more) + 1)] = True
+    return kind, starts, firsts, ends, run_kind, follows
+
+
+def contraction_letters(data: bytes, where, chars, at, letters_end):
+    """How many letters after the apostrophe at each position `at` make a contraction with it:
+    1 for s, d, m, t; 2 for ll, ve, re (any case, ſ as s); else 0. letters_end: where the
+    letters after each apostrophe end."""
+    nxt = np.concatenate([chars, np.zeros(2, dtype=chars.dtype)]) | 0x20  # ASCII lower case
+    c1, c2 = nxt[at + 1], nxt[at + 2]
+    one = np.isin(c1, np.frombuffer(b"sdmt", dtype=np.uint8)) | _is_long_s(data, where, at + 1)
+    two = ~one & (at + 2 < letters_end) & (((c1 == 0x6C) & (c2 == 0x6C)) | (((c1 == 0x76) | (c1 == 0x72)) & (c2 == 0x65)))
+    return np.where(one, 1, np.where(two, 2, 0))

@@ -1,0 +1,121 @@
+"""The pre-tokenizer patterns (tiktoken's presets or a custom regex), checked and compiled, and
+splitting text into documents at special tokens."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cache
+
+import regex
+
+from ..errors import BpecliError
+from . import unicode_classes
+
+# The exact patterns tiktoken uses for its gpt2 / r50k, cl100k_base and o200k_base encodings.
+PATTERNS = {
+    "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s""",
+    "cl100k": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+    "o200k": "|".join(
+        [
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""\p{N}{1,3}""",
+            r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+            r"""\s*[\r\n]+""",
+            r"""\s+(?!\S)""",
+            r"""\s+""",
+        ]
+    ),
+}
+
+
+# Where a preset pattern surely starts a piece: after a newline that has a non-space before it
+# and an ASCII letter or digit after it. (Not any non-space after it: o200k's punctuation pieces
+# take newlines and "/" after them, so ".\n/" is one piece.) Text cut there splits into the same
+# pieces as it does whole, so it can be counted or encoded in parts.
+SAFE_CUT = r"(?<=[^\s]\n)(?=[A-Za-z0-9])"
+
+
+def is_preset(pattern: str) -> bool:
+    """Whether pattern is one of tiktoken's (gpt2, cl100k, o200k): vectorised, and known to keep
+    every character."""
+    return pattern in PATTERNS.values()
+
+
+def resolve_pattern(name_or_regex: str, *, source: str = "--pattern") -> str:
+    """A preset name gives its pattern; anything else must be a valid regex whose pieces keep
+    every character. source names where the pattern came from, for the error.
+
+    Example: resolve_pattern("gpt2") -> "'(?:[sdmt]|ll|ve|re)| ?\\p{L}++|..."
+    """
+    pattern = PATTERNS.get(name_or_regex, name_or_regex)
+    if is_preset(pattern):
+        return pattern
+    try:
+        compiled = regex.compile(pattern)
+    except (regex.error, TypeError) as e:
+        raise BpecliError(f"invalid regex {pattern!r} ({source}): {e}") from None
+    if sum(map(len, compiled.findall(_PROBE))) != len(_PROBE):
+        raise uncovered_error(pattern, _PROBE, source)
+    return pattern
+
+
+# Text a pattern must split without leaving a character out: letters, digits, punctuation, every
+# kind of space, marks, CJK, emoji.
+_PROBE = "Hello, World! It's 12,345.6 \u00bd x\n\n\t  y \r\n caf\u00e9 e\u0301 \u4e2d\u6587 \U0001F600 \u00a0end?"
+
+
+def uncovered_error(pattern: str, text: str, source: str = "--pattern") -> BpecliError:
+    """The error for a pattern whose pieces leave characters of text out (`\\w+` skips spaces):
+    a byte-level tokenizer must keep every byte, or decode(encode(text)) is not text."""
+    at = 0
+    for match in regex.finditer(pattern, text):
+        if match.start() != at:
+            break
+        at = match.end()
+    return BpecliError(
+        f"the pattern {pattern[:60]!r} ({source}) leaves {text[at:at + 1]!r} (character {at}) out of every piece; "
+        "a byte-level tokenizer must keep every character: add an alternative that matches the rest, e.g. |\\s+|."
+    )
+
+
+@cache
+def compiled(pattern: str) -> regex.Pattern:
+    r"""The compiled pattern: a preset with tiktoken's Unicode classes (see unicode_classes: each
+    \p{..} spelled out as its ranges), any other pattern as the regex module reads it."""
+    if not is_preset(pattern):
+        return regex.compile(pattern)
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        if pattern.startswith("\\p{", i):
+            end = pattern.index("}", i)
+            ranges = unicode_classes.regex_class(pattern[i + 3 : end])
+            out.append(ranges if in_class else f"[{ranges}]")
+            i = end + 1
+            continue
+        if pattern[i] == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        in_class = {"[": True, "]": False}.get(pattern[i], in_class)
+        out.append(pattern[i])
+        i += 1
+    return regex.compile("".join(out))
+
+
+def special_splitter(special_tokens: Iterable[str]) -> regex.Pattern | None:
+    """A regex that captures any special token, longest first so that overlapping ones split right."""
+    ordered = sorted(set(special_tokens), key=len, reverse=True)
+    if not ordered:
+        return None
+    return regex.compile("(" + "|".join(regex.escape(t) for t in ordered) + ")")
+
+
+def split_documents(text: str, splitter: regex.Pattern | None) -> list[str]:
+    """The text between special tokens (the tokens themselves dropped).
+
+    Example: "a<|endoftext|>b" -> ["a", "b"]
+    """
+    if splitter is None:
+        return [text]
+    return splitter.split(text)[::2]

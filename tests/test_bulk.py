@@ -1,0 +1,121 @@
+"""The bulk engine (bpecli.bulk): numpy BPE rounds against BPE one merge at a time, the piece and
+pair tables, packing, and the cuts it makes; its ids against tiktoken's."""
+
+import itertools
+
+import numpy as np
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpecli import Tokenizer
+from bpecli.bpe import merge_parts
+from bpecli.bulk.merge import bpe_batch, bpe_long
+from bpecli.bulk.packing import group
+from bpecli.bulk.tables import PieceTable
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=70) | st.text(min_size=1, max_size=20).map(str.encode), min_size=1, max_size=20))
+def test_batch_bpe_equals_one_piece_at_a_time(gpt2, pieces):
+    """bpe_batch merges every piece in rounds with numpy; _merge_parts one piece in Python."""
+    expected = [tuple(gpt2.ranks[part] for part in merge_parts(piece, gpt2.ranks)) for piece in pieces]
+    assert bpe_batch(gpt2._vocabulary, pieces) == expected
+
+
+def test_the_piece_table_starting_afresh_changes_no_id(gpt2, tiktoken_gpt2, kernel_docs_sample, monkeypatch):
+    monkeypatch.setattr(PieceTable, "LIMIT", 3000)  # far fewer pieces than the text has
+    fresh = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
+    documents = kernel_docs_sample[:400_000].split("<|endoftext|>")
+    ids, _ = fresh.encode_documents(documents)
+    assert ids.tolist() == [i for d in tiktoken_gpt2.encode_ordinary_batch(documents) for i in d]
+
+
+def test_the_piece_table_growing_while_it_has_pieces_changes_no_id(gpt2, tiktoken_gpt2, kernel_docs_sample):
+    """The second batch finds some pieces in the table and adds so many others that it grows."""
+    fresh = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
+    documents = kernel_docs_sample[:300_000].split("<|endoftext|>")
+    made_up = " ".join("".join(letters) for letters in itertools.islice(itertools.product("etaoinshrd", repeat=5), 40_000))
+    for batch in (documents[:3], documents[3:] + [made_up]):
+        size = fresh._bulk._piece_table.count
+        ids, _ = fresh.encode_documents(batch)
+        assert ids.tolist() == [i for d in tiktoken_gpt2.encode_ordinary_batch(batch) for i in d]
+    assert size > 0 and len(fresh._bulk._piece_table.high) > 1 << 16  # it had pieces, and it grew
+
+
+def test_the_pair_table_holds_every_cut_of_every_token(gpt2):
+    """Built with numpy (long tokens in Python); the same as asking the ranks of every cut."""
+    ranks, table = gpt2.ranks, gpt2._vocabulary.pair_table
+    expected = {}
+    for token, rank in ranks.items():
+        for cut in range(1, len(token)):
+            left, right = ranks.get(token[:cut]), ranks.get(token[cut:])
+            if left is not None and right is not None:
+                expected[left * table.base + right] = rank
+    keys = np.fromiter(expected, dtype=np.int64)
+    assert table.lookup(keys).tolist() == list(expected.values())
+    assert table.table.count == len(expected)
+
+
+def test_clear_cache_makes_the_next_encode_cold(gpt2):
+    tok = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
+    texts = ["hello world " * 10, "internationalization"]  # a short piece for the table, a long one for the dict
+    first = tok.encode_documents(texts)[0].tolist()
+    assert tok._bulk._piece_table.count > 0 and tok._bulk._long_pieces
+    tok.clear_cache()
+    assert tok._bulk._piece_table.count == 0 and not tok._bulk._long_pieces
+    assert tok.encode_documents(texts)[0].tolist() == first
+
+
+def _tokens_across_characters(tok) -> list[str]:
+    """GPT-2 tokens that hold a non-ASCII character and another (ドラゴン, ' Pokémon', 'ón')."""
+    texts = []
+    for token in tok.ranks:
+        try:
+            text = token.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if len(text) >= 2 and any(ord(c) > 127 for c in text):
+            texts.append(text)
+    return texts
+
+
+def test_cuts_where_no_token_spans_change_no_id(gpt2, tiktoken_gpt2):
+    """encode_documents cuts pieces where no token holds the two bytes on either side; runs of
+    CJK and accented letters around tokens that do span characters still get tiktoken's ids."""
+    fragments = _tokens_across_characters(gpt2) + list("日本語のテキストと中文文本系统管理员éñü한국어") + ["CPU", " the", "s", "'"]
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.lists(st.sampled_from(fragments), max_size=30).map("".join), min_size=1, max_size=8))
+    def check(documents):
+        ids, ends = gpt2.encode_documents(documents)
+        expected = tiktoken_gpt2.encode_ordinary_batch(documents)
+        assert ids.tolist() == [i for d in expected for i in d]
+        assert ends.tolist() == list(itertools.accumulate(map(len, expected)))
+
+    check()
+
+
+_LONG_PARTS = st.sampled_from(["a", "aa", "b", "ab", "the", "re", "ing", " ", "é", "中", "!", "\n", "0", "ll", "ation"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(_LONG_PARTS, min_size=1, max_size=300).map("".join).map(str.encode), min_size=1, max_size=6))
+def test_long_piece_rounds_equal_one_merge_at_a_time(gpt2, pieces):
+    """bpe_long merges all the pairs of a rank at once, but for those near a merge that makes a
+    lower pair; the result must be BPE's, one merge at a time."""
+    sizes = np.array([len(p) for p in pieces])
+    ids, counts = bpe_long(gpt2._vocabulary, np.frombuffer(b"".join(pieces), dtype=np.uint8), np.cumsum(sizes) - sizes, sizes)
+    expected = [[gpt2.ranks[part] for part in merge_parts(piece, gpt2.ranks)] for piece in pieces]
+    assert ids.tolist() == [i for e in expected for i in e] and counts.tolist() == [len(e) for e in expected]
+
+
+
+def test_group_puts_equal_values_together_even_when_their_slots_collide():
+    """Small values share their top bits, so all want one slot of the hash table and probe on."""
+    rng = np.random.default_rng(0)
+    for values in (np.array([1, 2, 3, 1, 3, 3], dtype=np.uint64), rng.integers(0, 50, 1000).astype(np.uint64),
+                   rng.integers(0, 2**63, 5000).astype(np.uint64)):
+        first, number = group(values)
+        assert (values[first][number] == values).all()
+        assert len(first) == len(np.unique(values))
