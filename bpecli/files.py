@@ -11,8 +11,8 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
-from itertools import repeat
+from functools import cache, cached_property
+from itertools import accumulate, repeat
 from pathlib import Path
 
 from .errors import BpecliError, OutputError, TokenizerFileError
@@ -210,21 +210,45 @@ def _replace_files(tokenizer: Tokenizer, out_dir: Path) -> Path:
     return out_dir
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Listing:
     """The tokens as vocab.json, merges.txt and tokenizer.json spell them, made once for all three."""
 
     ordered: list[tuple[int, str]]  # (id, token in the byte alphabet) by id, specials as themselves
     merges: list[str]  # "left right", in the byte alphabet
+    specials: list[int]  # the ids of the special tokens
 
     @classmethod
     def of(cls, tokenizer: Tokenizer) -> _Listing:
-        ordered = [(rank, token_to_str(token)) for token, rank in tokenizer.ranks.items()]
-        ordered += [(rank, token) for token, rank in tokenizer.special_tokens.items()]
-        ordered.sort()
-        names = dict(ordered)
-        ranks = tokenizer.ranks
-        return cls(ordered, [f"{names[ranks[a]]} {names[ranks[b]]}" for a, b in tokenizer.merges])
+        tokens = list(tokenizer.ranks)
+        # every token spelled at once (one decode, one translate, in C), then cut apart
+        spelled = token_to_str(b"".join(tokens))
+        ends = list(accumulate(map(len, tokens)))
+        names = dict(zip(tokenizer.ranks.values(), map(spelled.__getitem__, map(slice, [0, *ends[:-1]], ends))))
+        merged = [name for rank, name in sorted(names.items()) if len(name) > 1]  # one character per byte
+        if len(merged) == len(tokenizer.merges) and all(
+            len(name) == len(a) + len(b) for name, (a, b) in zip(merged, tokenizer.merges)
+        ):  # merge i made the i-th of them: cut it where its left part ends
+            merges = [f"{name[:len(a)]} {name[len(a):]}" for name, (a, _) in zip(merged, tokenizer.merges)]
+        else:
+            ranks = tokenizer.ranks
+            merges = [f"{names[ranks[a]]} {names[ranks[b]]}" for a, b in tokenizer.merges]
+        names.update((rank, token) for token, rank in tokenizer.special_tokens.items())
+        return cls(sorted(names.items()), merges, sorted(tokenizer.special_tokens.values()))
+
+    @cached_property
+    def ordinary_json(self) -> str:
+        """{token: id} of the ordinary tokens (specials left out, as tokenizer.json's model has
+        them), as _indented_json writes it at depth 0."""
+        specials = set(self.specials)
+        return _indented_json({token: rank for rank, token in self.ordered if rank not in specials})
+
+    def vocab_json(self) -> str:
+        """vocab.json: every token, specials too, by id."""
+        if self.specials and min(self.specials) > self.ordered[-len(self.specials) - 1][0]:  # specials come last
+            tail = ",\n ".join(f"{json.dumps(token, ensure_ascii=False)}: {rank}" for rank, token in self.ordered[-len(self.specials):])
+            return self.ordinary_json[:-2] + ",\n " + tail + "\n}"
+        return _indented_json({token: rank for rank, token in self.ordered})
 
 
 def _indented_json(value: dict | list, depth: int = 0) -> str:
@@ -240,8 +264,7 @@ def _indented_json(value: dict | list, depth: int = 0) -> str:
 def write_vocab_and_merges(tokenizer: Tokenizer, folder: Path, listing: _Listing | None = None) -> None:
     """GPT-2 / Hugging Face byte-level vocab.json and merges.txt."""
     listing = listing or _Listing.of(tokenizer)
-    vocab = {token: rank for rank, token in listing.ordered}
-    (folder / "vocab.json").write_text(_indented_json(vocab) + "\n", encoding="utf-8")
+    (folder / "vocab.json").write_text(listing.vocab_json() + "\n", encoding="utf-8")
     lines = "".join(line + "\n" for line in listing.merges)
     (folder / "merges.txt").write_text("#version: 0.2\n" + lines, encoding="utf-8")
 
@@ -353,9 +376,8 @@ def write_tokenizer_json(tokenizer: Tokenizer, path: Path, listing: _Listing | N
         },
     }
     listing = listing or _Listing.of(tokenizer)
-    vocab = {token: rank for rank, token in listing.ordered if rank not in tokenizer.special_ids}
     text = json.dumps(document, ensure_ascii=False, indent=1)
-    text = text.replace('"\\u0000vocab"', _indented_json(vocab, depth=2), 1)
+    text = text.replace('"\\u0000vocab"', listing.ordinary_json.replace("\n", "\n  "), 1)  # at depth 2
     text = text.replace('"\\u0000merges"', _indented_json(listing.merges, depth=2), 1)
     path.write_text(text + "\n", encoding="utf-8")
 
@@ -392,7 +414,7 @@ def write_transformers_config(tokenizer: Tokenizer, folder: Path) -> None:
 def write_tiktoken(tokenizer: Tokenizer, path: Path) -> None:
     """tiktoken's ranks file: base64 of the token's bytes, a space, its rank; one per line."""
     lines = [
-        f"{base64.b64encode(token).decode('ascii')} {rank}\n"
+        f"{binascii.b2a_base64(token, newline=False).decode('ascii')} {rank}\n"
         for token, rank in sorted(tokenizer.ranks.items(), key=lambda item: item[1])
     ]
     path.write_text("".join(lines), encoding="ascii")
