@@ -8,8 +8,11 @@
     python tests/benchmarks.py startup [--repeat 5]                  # `echo ... | bpecli encode` wall time
     python tests/benchmarks.py pathological [--repeat 3]             # 'a' * 20 MB and 20 MB without spaces, vs tiktoken
     python tests/benchmarks.py dask [--repeat 3] [--corpus FILE]     # counting and shards: a 2-worker LocalCluster vs the local pool
-    python tests/benchmarks.py memory [--repeat 1] [--corpus FILE|120mb|largest] [--vocab 32000]
-                                                                     # training time and peak memory vs rustbpe
+    python tests/benchmarks.py memory [--repeat 1] [--corpus FILE|120mb|largest] [--vocab 32000] [--peers rustbpe,...]
+                                                                     # training time and peak memory vs rustbpe,
+                                                                     # gigatoken, hf-tokenizers
+    python tests/benchmarks.py train-sizes [--repeat 3] [--vocabs 50000,100000,200000] [--peers rustbpe,gigatoken]
+                                                                     # training at large vocabularies
     python tests/benchmarks.py gigatoken [--repeat 3] [--vocab 10000]   # train and encode --out vs gigatoken
 
 Each job runs in a fresh process, several times; the median wall time, the ratio bpecli / peer,
@@ -161,11 +164,15 @@ cluster.get_client().run(lambda: __import__("bpecli.shards"))  # workers import 
 SCHEDULER = cluster.scheduler_address
 """
 
-DASK_JOBS = {  # the same work on the local pool and on a LocalCluster of 2 worker processes
-    "count-dask": DASK_CLUSTER + COUNT_JOBS["bpecli-2-worker"].replace("workers=2", "scheduler=SCHEDULER"),
-    "count-local": COUNT_JOBS["bpecli-2-worker"],
-    "shards-dask": DASK_CLUSTER + SHARD_JOB.format(workers="2, scheduler=SCHEDULER"),
-    "shards-local": SHARD_JOB.format(workers=2),
+DASK_JOBS = {  # the same work on the local pool and on a LocalCluster of as many worker processes
+    "count": {"count-dask": DASK_CLUSTER + COUNT_JOBS["bpecli-2-worker"].replace("workers=2", "scheduler=SCHEDULER"),
+              "count-local": COUNT_JOBS["bpecli-2-worker"]},
+    "shards": {"shards-dask": DASK_CLUSTER + SHARD_JOB.format(workers="2, scheduler=SCHEDULER"),
+               "shards-local": SHARD_JOB.format(workers=2)},
+    # one worker: a core is left for the scheduler and the client, as on a real cluster
+    "shards, 1 worker": {"shards-dask": DASK_CLUSTER.replace("n_workers=2", "n_workers=1")
+                         + SHARD_JOB.format(workers="1, scheduler=SCHEDULER"),
+                         "shards-local": SHARD_JOB.format(workers=1)},
 }
 
 MEMORY_JOBS = {
@@ -195,6 +202,19 @@ took = time.perf_counter() - t
 }
 
 
+MEMORY_JOBS["hf-tokenizers"] = """
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+t = time.perf_counter()
+tok = Tokenizer(models.BPE())
+tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+tok.decoder = decoders.ByteLevel()
+trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=[SPECIAL], show_progress=False,
+                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+tok.train([CORPUS], trainer)
+tok.save(OUT + ".json")
+took = time.perf_counter() - t
+"""
+
 GIGATOKEN_TRAIN_JOBS = {
     "bpecli": MEMORY_JOBS["bpecli"],
     "gigatoken": """
@@ -204,6 +224,7 @@ vocab, merges = gigatoken.train_bpe(CORPUS, vocab_size=VOCAB, special_tokens=[SP
 took = time.perf_counter() - t
 """,
 }
+MEMORY_JOBS["gigatoken"] = GIGATOKEN_TRAIN_JOBS["gigatoken"]
 
 GIGATOKEN_SHARD_JOB = r"""
 import numpy as np
@@ -376,10 +397,12 @@ def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=["train", "encode", "shards", "shards-cl100k", "count", "startup", "pathological",
-                                         "dask", "memory", "gigatoken"])
+                                         "dask", "memory", "gigatoken", "train-sizes"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--corpus")
     parser.add_argument("--vocab", type=int, default=32000)
+    parser.add_argument("--vocabs", default="50000,100000,200000")
+    parser.add_argument("--peers", default="rustbpe")
     args = parser.parse_args()
     if args.what == "pathological":
         gpt2_vocab = str(SHARED / "fixtures" / "cs336" / "gpt2_vocab.json")
@@ -400,9 +423,20 @@ def main() -> None:
             print(f"encode --out, {name}, 2 workers vs gigatoken encode_files + np.save")
             compare(GIGATOKEN_SHARD_JOBS, {**values, "TOKENIZER": tokenizer}, args.repeat, size)
         return
+    if args.what == "train-sizes":
+        for vocab in map(int, args.vocabs.split(",")):
+            print(f"train, vocab {vocab:,}, 2 workers, whole process")
+            jobs = {"bpecli": MEMORY_JOBS["bpecli"], **{peer: MEMORY_JOBS[peer] for peer in args.peers.split(",")}}
+            compare(jobs, {**values, "VOCAB": vocab}, args.repeat, os.path.getsize(corpus))
+        return
+    if args.what == "memory":
+        jobs = {"bpecli": MEMORY_JOBS["bpecli"], **{peer: MEMORY_JOBS[peer] for peer in args.peers.split(",")}}
+        compare(jobs, values, args.repeat, os.path.getsize(corpus))
+        return
     if args.what == "dask":
-        for name in ("count", "shards"):
-            compare({k: v for k, v in DASK_JOBS.items() if k.startswith(name)}, values, args.repeat, os.path.getsize(corpus))
+        for name, jobs in DASK_JOBS.items():
+            print(name)
+            compare(jobs, values, args.repeat, os.path.getsize(corpus))
         return
     jobs = {"train": TRAIN_JOBS, "encode": ENCODE_JOBS, "shards": SHARD_JOBS, "shards-cl100k": SHARD_JOBS,
             "count": COUNT_JOBS, "startup": STARTUP_JOB, "memory": MEMORY_JOBS}[args.what]
