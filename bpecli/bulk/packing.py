@@ -68,18 +68,20 @@ def group(values):
     Example: [7, 5, 7] -> ([1, 2], [1, 0, 1]): 5 alone, the two 7s together
     """
     bits = max(4, (2 * len(values)).bit_length())
-    table = np.full(1 << bits, -1, dtype=np.int64)  # slot -> the index of the value that holds it
-    slots = (values >> np.uint64(64 - bits)).astype(np.int64)
-    holder = np.empty(len(values), dtype=np.int64)
-    waiting = np.arange(len(values))
+    index = np.int32 if len(values) < 2**31 else np.int64  # half the memory to wander through
+    table = np.full(1 << bits, -1, dtype=index)  # slot -> the index of the value that holds it
+    slots = (values >> np.uint64(64 - bits)).astype(np.intp)
+    holder = np.empty(len(values), dtype=index)
+    waiting = np.arange(len(values), dtype=index)
     while len(waiting):
-        free = table[slots] < 0
-        table[slots[free]] = waiting[free]  # of several values claiming one slot, one wins
         held = table[slots]
+        free = held < 0
+        table[slots[free]] = waiting[free]  # of several values claiming one slot, one wins
+        held[free] = table[slots[free]]
         placed = values[held] == values[waiting]
         holder[waiting[placed]] = held[placed]
         waiting, slots = waiting[~placed], (slots[~placed] + 1) & ((1 << bits) - 1)
-    first = np.flatnonzero(holder == np.arange(len(values)))
+    first = np.flatnonzero(holder == np.arange(len(values), dtype=index))
     number = np.empty(len(values), dtype=np.int64)
     number[first] = np.arange(len(first))
     return first, number[holder]
