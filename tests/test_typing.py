@@ -30,3 +30,12 @@ def test_bash_completion_offers_commands_and_choices():
 
     assert complete("bpecli tr") == ["train"]
     assert complete("bpecli encode --shard-format ") == ["npy", "llmc", "nanogpt"]
+
+
+def test_every_package_of_bpecli_is_installed():
+    """pyproject lists packages by name: a new subpackage left out would be missing from a
+    non-editable install (the README's first command) while every test here still passed."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "bpecli").rglob("__init__.py")}
+    assert listed == found
