@@ -1,4 +1,5 @@
-"""Pre-token counts -> merges: linked symbols, pair counts, token -> positions index, lazy max-heap."""
+"""Pre-token counts -> merges: the words as linked symbols, pairs numbered as they are made, their
+counts in an array with a blocked maximum, a heap of the ties, and the positions each pair was made at."""
 
 from __future__ import annotations
 
@@ -280,7 +281,7 @@ class _Pairs:
 
     def __init__(self):
         self.token_bytes = [bytes([i]) for i in range(256)]
-        self.descending = [_descending(token) for token in self.token_bytes]  # per token, once
+        self.descending = {token: _descending(token) for token in self.token_bytes}  # per token, once
         self.left = np.zeros(BLOCK, dtype=np.int32)
         self.right = np.zeros(BLOCK, dtype=np.int32)
         self.count = np.full(BLOCK, -1, dtype=np.int64)  # -1: no pair yet
@@ -296,13 +297,13 @@ class _Pairs:
 
     def new_token(self, pair: int) -> int:
         """The id of the token pair merges into."""
-        left, right = self.items.left[pair], self.items.right[pair]
-        self.token_bytes.append(self.token_bytes[left] + self.token_bytes[right])
-        self.descending.append(self.descending[left][:-2] + self.descending[right])  # = _descending(joined)
+        left, right = self.tokens_of(pair)
+        self.token_bytes.append(left + right)
+        self.descending[left + right] = self.descending[left][:-2] + self.descending[right]  # _descending(left + right)
         return len(self.token_bytes) - 1
 
     def _tie(self, pair: int) -> tuple[bytes, int]:
-        return self.descending[self.items.left[pair]] + self.descending[self.items.right[pair]], pair
+        return tie_break_key(*self.tokens_of(pair), self.descending.__getitem__), pair
 
     def add(self, left, right, count) -> int:
         """Number new pairs; the first one's id (the others follow)."""

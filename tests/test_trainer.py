@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpecli import train, train_bpe, trainer
-from bpecli.trainer import tie_break_key
+from bpecli.trainer import _descending, tie_break_key
 
 from conftest import gpt2_byte_decoder
 
@@ -56,6 +56,9 @@ def test_tie_break_prefers_the_greatest_pair_of_byte_strings():
     assert tie_break_key(b"b", b"a") < tie_break_key(b"a", b"z")
     assert tie_break_key(b"ab", b"c") < tie_break_key(b"a", b"bc")  # b"ab" > b"a"
     assert tie_break_key(b"a", b"bc") < tie_break_key(b"a", b"b")
+    # the merge loop makes a new token's key from its parts' keys
+    for left, right in [(b"a", b"b"), (b"ab", b"\xff\x00"), (b"\x00", b"")]:
+        assert _descending(left)[:-2] + _descending(right) == _descending(left + right)
     # Equal counts: the greater pair wins.
     assert train_bpe({"ab": 1, "cd": 1}, vocab_size=257) == [(b"c", b"d")]
 
