@@ -26,7 +26,6 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
     if not data:
         return np.zeros(1, dtype=np.int64)
     where, chars, cls, edges, _ = characters(data, doc_starts)
-    m = len(cls)
     kind, starts, firsts, ends, run_kind, follows = class_runs(cls, edges)
 
     # whitespace runs [a, k); most are one space or tab before a word, done first
@@ -39,9 +38,13 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
     runs, a, k, follows_w = runs[~one], a[~one], k[~one], follows_w[~one]
     after_other = (runs > 0) & ~edges[a] & (run_kind[runs - 1] == OTHER)
     q = a.copy()  # where the run's first piece starts: others took the \r and \n right after them
-    if after_other.any():
-        not_crlf = np.append(np.flatnonzero(cls != CRLF), m)
-        q[after_other] = np.minimum(not_crlf[np.searchsorted(not_crlf, a[after_other])], k[after_other])
+    crlf = np.flatnonzero(cls == CRLF) if after_other.any() else ()  # few: q is found among them
+    if len(crlf):  # q: past the run of \r and \n at a, if there is one
+        last = np.append(np.flatnonzero(np.diff(crlf) != 1), len(crlf) - 1)  # the last of each run of them
+        past = np.repeat(crlf[last] + 1, np.diff(last, prepend=-1))  # for each, where its run ends
+        starting = a[after_other]
+        at = np.minimum(np.searchsorted(crlf, starting), len(crlf) - 1)
+        q[after_other] = np.minimum(np.where(crlf[at] == starting, past[at], starting), k[after_other])
     starts[a] = False
     split_whitespace(starts, cls, q, k, follows_w, whole_at_end=True)
 
