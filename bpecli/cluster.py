@@ -74,20 +74,27 @@ def threads(scheduler: str) -> int:
 
 
 def map_in_order(function: Callable, items: Iterable, setup: Callable, args: tuple, scheduler: str) -> Iterator:
-    """See executor.map_in_order. Items go ITEMS_PER_TASK to a task; at most 2 tasks per worker
-    thread are in flight."""
+    """See executor.map_in_order. Items go ITEMS_PER_TASK to a task; 2 tasks per worker thread are
+    in flight besides the one whose results are being used."""
     client = connect(scheduler)
     name = f"bpecli-{uuid.uuid4().hex}"
     client.register_plugin(_Setup(setup, args), name=name)
     in_flight = 2 * threads(scheduler)
+    batches = _batches(items, ITEMS_PER_TASK)
     pending: deque = deque()
-    try:
-        for batch in _batches(items, ITEMS_PER_TASK):
+
+    def submit_next() -> None:
+        batch = next(batches, None)
+        if batch is not None:
             pending.append(client.submit(_run, name, function, batch, pure=False))
-            if len(pending) >= in_flight:
-                yield from pending.popleft().result()
+
+    try:
+        for _ in range(in_flight):
+            submit_next()
         while pending:
-            yield from pending.popleft().result()
+            oldest = pending.popleft()
+            submit_next()  # before its results are used: the workers never wait for the client
+            yield from oldest.result()
     finally:
         for future in pending:
             future.cancel()
