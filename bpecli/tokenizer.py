@@ -1,4 +1,6 @@
-"""The Tokenizer: ranks, special tokens and a pattern; encode and decode with tiktoken's semantics."""
+"""The Tokenizer: ranks, special tokens and a pattern; encode and decode with tiktoken's semantics.
+Short texts go through the regex and BPE of one piece (bpe.py); long texts and many documents
+through the bulk engine (bulk/), which the Tokenizer holds as a handle."""
 
 from __future__ import annotations
 
@@ -12,9 +14,9 @@ from typing import TYPE_CHECKING, Literal
 
 import regex
 
+from .bpe import merge_parts
 from .errors import BpecliError, DisallowedSpecialError, UnknownIdError
 from .normalize import check as normalize_steps, normalizer
-from .bpe import merge_parts
 from .pretokenize import SAFE_CUT, compiled, is_preset, special_splitter, uncovered_error, vectorised_splitter
 
 if TYPE_CHECKING:
