@@ -83,20 +83,18 @@ def characters(data: bytes, doc_starts, cases: bool = False):
     else:  # characters start at bytes that are not 10xxxxxx; decode the multi-byte ones
         where = np.flatnonzero((raw & 0xC0) != 0x80)
         chars = raw[where]
-        cls = np.empty(len(where), dtype=np.uint8)
         single = chars < 0x80
-        cls[single] = ascii_table[chars[single]]
+        cls = ascii_table[chars & 0x7F]  # right for ASCII; the others' are replaced below
         multi = where[~single]
-        padded = np.concatenate([raw, np.zeros(3, dtype=np.uint8)])
-        b0, b1, b2, b3 = (padded[multi + k].astype(np.uint32) for k in range(4))
+        last = len(raw) - 1  # bytes past the end are read as the last one: no character uses them
+        b0, b1, b2, b3 = (raw[np.minimum(multi + k, last)].astype(np.uint32) for k in range(4))
         cp = np.where(
             b0 >= 0xF0, ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F),
             np.where(b0 >= 0xE0, ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), ((b0 & 0x1F) << 6) | (b1 & 0x3F)),
         )
         cls[~single] = _classes(cp)
         if cases:
-            case = np.empty(len(where), dtype=np.uint8)
-            case[single] = _ascii_table(_case_of)[chars[single]]
+            case = _ascii_table(_case_of)[chars & 0x7F]  # as cls
             case[~single] = _classes(cp, _case_of, _case_cache)
     m = len(cls)
     edges = np.zeros(m + 1, dtype=bool)
@@ -117,9 +115,12 @@ def _is_long_s(data: bytes, where, at):
 
 
 def byte_offsets(starts, where, n: int):
+    """The byte offset of each character where starts is True, then n."""
     index = np.flatnonzero(starts)
-    offsets = index if where is None else where[index]
-    return np.append(offsets, n).astype(np.int64)
+    offsets = np.empty(len(index) + 1, dtype=np.int64)
+    offsets[:-1] = index if where is None else where[index]
+    offsets[-1] = n
+    return offsets
 
 
 def split_whitespace(starts, cls, q, k, follows, *, whole_at_end: bool) -> None:
