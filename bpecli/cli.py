@@ -96,10 +96,38 @@ def _silence_stdout() -> None:
 
 
 def _stdout():
-    """The binary stdout, or an error when the shell closed it (`>&-`)."""
+    """The binary stdout, or an error when the shell closed it (`>&-`). A failed write names it."""
     if _STREAMS_CLOSED["stdout"]:
         raise BpecliError("standard output is closed; redirect it to a file (> out.txt) or a pipe")
-    return sys.stdout.buffer
+    return _Named(sys.stdout.buffer)
+
+
+_STDOUT = "standard output"
+
+
+class _Named:
+    """A stream whose failed writes say which stream it is (an OSError with filename _STDOUT)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, data):
+        return self._named(self.stream.write, data)
+
+    def flush(self) -> None:
+        self._named(self.stream.flush)
+
+    def __getattr__(self, name: str):  # the rest (isatty, encoding, fileno...) as the stream has it
+        return getattr(self.stream, name)
+
+    @staticmethod
+    def _named(call, *args):
+        try:
+            return call(*args)
+        except BrokenPipeError:  # the reader left: not an error (see _Command.invoke)
+            raise
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, _STDOUT) from None
 
 
 _STREAMS_CLOSED = {"stdout": False}
@@ -488,7 +516,7 @@ def _console():
     from rich.console import Console
 
     _stdout()  # a closed stdout is an error, not output thrown away
-    return Console(width=min(80, Console().width), highlight=False)
+    return Console(file=_Named(sys.stdout), width=min(80, Console().width), highlight=False)
 
 
 def _table(columns: list[str], rows, title: str | None = None):
@@ -627,9 +655,9 @@ def main() -> None:
     except BrokenPipeError:
         _silence_stdout()
         sys.exit(0)
-    except OSError as e:
+    except OSError as e:  # only stdout is written out here (--help, --version)
         _silence_stdout()
-        _say(f"bpecli: error: {e.strerror or e}")
+        _say(f"bpecli: error: {e.strerror or e} ({e.filename or _STDOUT})")
         sys.exit(1)
     except Exception as e:  # click's usage errors (a bad option value...): one line, status 2 as click's
         if not (hasattr(e, "format_message") and hasattr(e, "exit_code")):

@@ -591,7 +591,10 @@ class _ShardWriter:
         errors and interrupts), so that a rerun keeps every finished shard."""
         for stream in self.streams.values():
             if stream.file is not None:
-                stream.file.close()
+                try:
+                    stream.file.close()
+                except OSError:  # its buffered bytes had nowhere to go (a full disk): the file goes anyway
+                    pass
                 stream.file = None
             self._temporary(stream).unlink(missing_ok=True)
         if self.journaled < len(self.shards):
@@ -605,16 +608,16 @@ class _ShardWriter:
         if stream.count != self.shard_tokens:  # the last shard: its header names its real length
             header = _header(self.format, self.settings["dtype"], stream.count)
             if len(header) == len(self.full_header):
-                file.seek(0)
+                self._guarded(file.seek, 0)  # (a seek writes out what is buffered)
                 self._guarded(file.write, header)
             else:
-                file.close()
+                self._guarded(file.close)
                 data = temporary.read_bytes()[len(self.full_header) :]
-                file = self._guarded(open, temporary, "wb")
+                file = stream.file = self._guarded(open, temporary, "wb")
                 self._guarded(file.write, header + data)
         self._guarded(file.flush)
         self._guarded(os.fsync, file.fileno())
-        file.close()
+        self._guarded(file.close)
         stream.file = None
         name = shard_name(len(stream.shards), self.format, stream.split)
         index = self.out / index_name(name)
