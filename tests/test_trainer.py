@@ -194,3 +194,21 @@ def test_fast_trainer_matches_the_naive_one_over_hundreds_of_merges(fixtures, me
     words = Counter(fixtures.joinpath("corpus.en").read_text(encoding="utf-8")[:20000].split(" "))
     counts = {" " + w: n for w, n in words.items() if w}
     assert train_bpe(counts, vocab_size=256 + 300) == naive_train_bpe(counts, 300)
+
+
+def test_merges_past_32767_tokens_key_their_pairs_in_32_bits(monkeypatch, fixtures, merge_steps):
+    """New pairs are grouped by 16-bit keys while the token ids allow it; unused tokens in front
+    push the ids of the merges past that, as a vocabulary of 33,000 would."""
+    padded_init = trainer._Pairs.__init__
+
+    def with_unused_tokens(self):
+        padded_init(self)
+        for i in range(40_000):
+            token = b"\xff" * 20 + i.to_bytes(4, "big")  # never in a word
+            self.token_bytes.append(token)
+            self.descending[token] = trainer._descending(token)
+
+    monkeypatch.setattr(trainer._Pairs, "__init__", with_unused_tokens)
+    words = Counter(fixtures.joinpath("corpus.en").read_text(encoding="utf-8")[:5000].split(" "))
+    counts = {" " + w: n for w, n in words.items() if w}
+    assert train_bpe(counts, vocab_size=256 + 100) == naive_train_bpe(counts, 100)
