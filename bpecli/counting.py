@@ -1,7 +1,7 @@
 """Pre-token counting for training: parts -> counts as arrays, merged as a tree.
 
 Counts never become a Python object per distinct pre-token while they are counted, sent between
-processes or added up: pieces of up to 15 bytes are two uint64 each (pretokenize.pack_spans:
+processes or added up: pieces of up to 15 bytes are two uint64 each (bulk.packing.pack_spans:
 bytes 0-7 in `low`, bytes 8-14 and the length in `high`), longer ones one byte buffer with the
 end of each piece. That keeps a worker's result a few arrays however many distinct pieces it saw.
 """
@@ -170,7 +170,7 @@ def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
 
 
 def count_pieces(documents: list[bytes], split) -> PieceCounts:
-    """Pre-token counts by a vectorised pre-tokenizer (split: e.g. pretokenize.gpt2_piece_starts)."""
+    """Pre-token counts by a vectorised pre-tokenizer (split: e.g. pretokenize.gpt2.gpt2_piece_starts)."""
     total = TreeSum()
     for batch in document_batches(documents, 1 << 20):  # 1 MB: small arrays, small worker peaks
         data = b"".join(batch)

@@ -32,8 +32,8 @@ def encode_piece(vocab: Vocabulary, piece: bytes) -> tuple[int, ...]:
 
 
 def bpe_batch(vocab: Vocabulary, pieces: list[bytes]) -> list[tuple[int, ...]]:
-    """The ids of many pieces, as _encode_piece gives them: a piece that is a token is one;
-    the others merge with numpy (_bpe_spans).
+    """The ids of many pieces, as encode_piece gives them: a piece that is a token is one;
+    the others merge with numpy (bpe_spans).
 
     Example (GPT-2): [b" tokenizer", b"ingly"] -> [(11241, 7509), (4420,)]
     """
@@ -49,7 +49,7 @@ def bpe_batch(vocab: Vocabulary, pieces: list[bytes]) -> list[tuple[int, ...]]:
     return results
 
 def bpe_packed(vocab: Vocabulary, low, high):
-    """(ids, counts): the ids of packed pieces of up to 15 bytes (see pretokenize.pack_spans),
+    """(ids, counts): the ids of packed pieces of up to 15 bytes (see packing.pack_spans),
     one after another, and how many each piece has; all in numpy, the pieces never becoming
     bytes objects. A piece that is a token is that token."""
     tokens = vocab.short_tokens
@@ -69,9 +69,9 @@ def bpe_packed(vocab: Vocabulary, low, high):
 
 def bpe_spans(vocab: Vocabulary, text, starts, sizes):
     """(ids, counts) of the pieces text[start : start + size] (none of them a token, so each
-    at least 2 bytes) merged as merge_parts does. They merge in numpy rounds (_bpe_rounds),
+    at least 2 bytes) merged as merge_parts does. They merge in numpy rounds (bpe_rounds),
     grouped by length so that a few long pieces do not keep all the short ones' rounds going;
-    the longest go to _bpe_long, all in one call."""
+    the longest go to bpe_long, all in one call."""
     counts = np.zeros(len(sizes), dtype=np.int64)
     found = []
     for low, high in ((2, 16), (17, 31), (32, 63), (64, 127), (128, 255), (256, 511), (512, 1024)):

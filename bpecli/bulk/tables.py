@@ -48,7 +48,7 @@ class Vocabulary:
 
     @cached_property
     def short_tokens(self) -> PieceTable:
-        """Every token of up to 15 bytes, packed as pretokenize.pack_spans does -> its rank (in start)."""
+        """Every token of up to 15 bytes, packed as packing.pack_spans does -> its rank (in start)."""
         data, starts, sizes, values = self.token_arrays
         short = np.flatnonzero(sizes <= PACKED_BYTES)
         low, high = pack_spans(data, starts[short], sizes[short])
@@ -118,7 +118,7 @@ class PairTable:
 
 
 class PieceTable:
-    """Pieces of up to 15 bytes (as pretokenize.pack_pieces gives them: low, high, mixed) ->
+    """Pieces of up to 15 bytes (as packing.pack_pieces gives them: low, high, mixed) ->
     their ids, for numpy: an open-addressing table whose values are (start, length) in one
     growing array of ids. Lookups and inserts take whole arrays of pieces."""
 
