@@ -59,12 +59,7 @@ def char_to_byte() -> dict[str, int]:
 
 def token_to_str(token: bytes) -> str:
     """Example: b" hello" -> "Ġhello" """
-    return token.decode("latin-1").translate(_from_latin1())  # in C: a 200,000-token vocab in a blink
-
-
-@cache
-def _from_latin1() -> dict[int, str]:
-    return {b: char for b, char in byte_to_char().items()}
+    return token.decode("latin-1").translate(byte_to_char())  # in C: a 200,000-token vocab in a blink
 
 
 def str_to_token(text: str) -> bytes | None:
@@ -225,7 +220,8 @@ class _Listing:
         spelled = token_to_str(b"".join(tokens))
         ends = list(accumulate(map(len, tokens)))
         names = dict(zip(tokenizer.ranks.values(), map(spelled.__getitem__, map(slice, [0, *ends[:-1]], ends))))
-        merged = [name for rank, name in sorted(names.items()) if len(name) > 1]  # one character per byte
+        ordinary = sorted(names.items())
+        merged = [name for _, name in ordinary if len(name) > 1]  # one character per byte
         if len(merged) == len(tokenizer.merges) and all(
             len(name) == len(a) + len(b) for name, (a, b) in zip(merged, tokenizer.merges)
         ):  # merge i made the i-th of them: cut it where its left part ends
@@ -233,8 +229,8 @@ class _Listing:
         else:
             ranks = tokenizer.ranks
             merges = [f"{names[ranks[a]]} {names[ranks[b]]}" for a, b in tokenizer.merges]
-        names.update((rank, token) for token, rank in tokenizer.special_tokens.items())
-        return cls(sorted(names.items()), merges, sorted(tokenizer.special_tokens.values()))
+        ordered = sorted(ordinary + [(rank, token) for token, rank in tokenizer.special_tokens.items()])
+        return cls(ordered, merges, sorted(tokenizer.special_tokens.values()))
 
     @cached_property
     def ordinary_json(self) -> str:
@@ -550,6 +546,10 @@ def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials
     model = document.get("model") or {}
     if model.get("type", "BPE") != "BPE" or not isinstance(model.get("vocab"), dict):
         raise TokenizerFileError(f"{path}: holds a {model.get('type')} model; bpecli reads byte-level BPE only")
+    try:  # the normalizer first: a step bpecli does not apply is refused by name
+        steps = from_hugging_face(document.get("normalizer"), str(path))
+    except BpecliError as e:
+        raise TokenizerFileError(str(e)) from None
     _refuse_unsupported(path, document, model)
     added_tokens = document.get("added_tokens") or []
     added = {t["content"]: t["id"] for t in added_tokens}
@@ -560,7 +560,6 @@ def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials
     # ByteLevelBPETokenizer) become special tokens, as they do from vocab.json
     ranks, extra = _split_vocab(path, vocab, made)
     found = _hugging_face_pattern(path, document.get("pre_tokenizer"))
-    steps = from_hugging_face(document.get("normalizer"), str(path))
     return _checked(path, ranks, specials if specials is not None else {**extra, **added}, _pattern(pattern, found, f"from {path}"),
                     [path], normalize=steps)
 
@@ -575,10 +574,6 @@ def _refuse_unsupported(path: Path, document: dict, model: dict) -> None:
         steps = step.get("processors") or step.get("decoders") or [] if kind(step) == "Sequence" else [step]
         return all(kind(s) == "ByteLevel" for s in steps)
 
-    try:
-        from_hugging_face(document.get("normalizer"), str(path))
-    except BpecliError as e:
-        raise TokenizerFileError(str(e)) from None
     if not only_byte_level(document.get("post_processor")):
         raise TokenizerFileError(f"{path}: its post_processor ({kind(document['post_processor'])}) adds tokens "
                                  "bpecli does not add, so its ids would differ from Hugging Face's")
