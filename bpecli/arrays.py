@@ -1,4 +1,5 @@
-"""numpy helpers every stage uses: the positions of many spans, the distinct values of an array."""
+"""numpy helpers every stage uses: the positions of many spans, the distinct values of an array,
+the pairs BPE merges in a run of overlapping ones."""
 
 from __future__ import annotations
 
@@ -22,3 +23,17 @@ def sorted_distinct(values):
     if len(values) > 1 and not (values[1:] >= values[:-1]).all():
         values = np.sort(values)
     return values[np.concatenate(([True], values[1:] != values[:-1]))]
+
+
+def without_overlaps(at, nxt):
+    """Of pairs starting at positions `at` (ascending) of a linked list (nxt: the next position),
+    the ones merged left to right: in a run of overlapping pairs ("a a a a"), the first, third...
+
+    Example: at [0, 1, 2, 5], nxt 0 -> 1 -> 2 -> 3 -> ... -> [0, 2, 5]
+    """
+    if len(at) < 2:
+        return at
+    overlapped = np.zeros(len(at), dtype=bool)
+    overlapped[1:] = nxt[at[:-1]] == at[1:]
+    run_start = np.maximum.accumulate(np.where(overlapped, 0, np.arange(len(at))))
+    return at[(np.arange(len(at)) - run_start) % 2 == 0]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .arrays import without_overlaps
 from .corpus import PART_BYTES, document_parts, input_bytes
 from .errors import BpecliError, InputError
 from .counting import PieceCounts, count_pretokens
@@ -146,11 +147,8 @@ class _Words:
         made_at = self.found[start:end]
         symbols, nxt, prv, pair_at = self.symbols, self.nxt, self.prv, self.pair_at
         at = made_at[pair_at[made_at] == best]
-        if pairs.left[best] == pairs.right[best] and len(at) > 1:  # "aaa": 0 and 1 overlap; 0 goes first
-            chained = np.zeros(len(at), dtype=bool)
-            chained[1:] = at[1:] == nxt[at[:-1]]
-            run_start = np.maximum.accumulate(np.where(chained, 0, np.arange(len(at))))
-            at = at[(np.arange(len(at)) - run_start) % 2 == 0]
+        if pairs.left[best] == pairs.right[best]:  # "aaa": 0 and 1 overlap; 0 goes first
+            at = without_overlaps(at, nxt)
         w = self.weight[at]
         before, right = prv[at], nxt[at]
         after = nxt[right]

@@ -7,7 +7,7 @@ import heapq
 
 import numpy as np
 
-from ..arrays import sorted_distinct, spans
+from ..arrays import sorted_distinct, spans, without_overlaps
 from ..bpe import merge_parts
 from .packing import LENGTH_SHIFT, PACKED_ROW_BYTES, piece_hash
 from .tables import LOOKUP_BLOCK, NO_RANK, Vocabulary
@@ -208,11 +208,7 @@ def bpe_long(vocab: Vocabulary, text, starts, sizes):
         at = at[rank[at] == r]  # stale entries: merged away, or their pair changed
         if not len(at):
             continue
-        # in a run of overlapping pairs (a a a), the first, third, ... merge
-        overlapped = np.zeros(len(at), dtype=bool)
-        overlapped[1:] = nxt[at[:-1]] == at[1:]
-        run_start = np.maximum.accumulate(np.where(overlapped, 0, np.arange(len(at))))
-        at = at[(np.arange(len(at)) - run_start) % 2 == 0]
+        at = without_overlaps(at, nxt)  # in a run of overlapping pairs (a a a), the first, third...
         # the pairs each merge makes, as BPE makes them one merge after another: with the
         # merged token before it (if the one before merged too) and the symbol after it
         after = nxt[nxt[at]]
