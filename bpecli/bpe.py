@@ -10,8 +10,22 @@ from itertools import islice, repeat
 from operator import add
 
 BYTE_TOKENS = [bytes([b]) for b in range(256)]
-# Pieces longer than this are merged with a heap over a linked list instead of rescans.
+# Pieces longer than this are merged with a heap over a linked list instead of rescans...
 LONG_PIECE = 64
+# ...and longer than this by the bulk engine's numpy rounds (bulk.merge.bpe_long): no Python
+# object per byte.
+NUMPY_PIECE = 4096
+
+
+def piece_ids(piece: bytes, ranks: dict[bytes, int]) -> tuple[int, ...]:
+    """The ids of one piece: itself if it is a token, else its merged parts.
+
+    Example (GPT-2 ranks): b" tokenizer" -> (11241, 7509)
+    """
+    rank = ranks.get(piece)
+    if rank is not None:  # a piece that is itself a token is one token
+        return (rank,)
+    return tuple(ranks[part] for part in merge_parts(piece, ranks))
 
 
 def merge_parts(piece: bytes, ranks: dict[bytes, int], max_rank: int | None = None) -> list[bytes]:

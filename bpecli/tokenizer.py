@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 import regex
 
-from .bpe import merge_parts
+from .bpe import NUMPY_PIECE, merge_parts, piece_ids
 from .errors import BpecliError, DisallowedSpecialError, UnknownIdError
 from .normalize import check as normalize_steps, normalizer
 from .pretokenize import SAFE_CUT, compiled, is_preset, special_splitter, uncovered_error, vectorised_splitter
@@ -33,8 +33,6 @@ _CACHE_LIMIT = 1 << 20
 # _BLOCK_CHARS characters.
 _BULK_TEXT = 1 << 16
 _BLOCK_CHARS = 1 << 22
-# Pieces longer than this are merged by the bulk engine (bpe_long): no Python object per byte.
-_NUMPY_PIECE = 4096
 _SAFE_CUT = regex.compile(SAFE_CUT)
 
 
@@ -400,14 +398,11 @@ class Tokenizer:
         return BulkEncoder(self._vocabulary, split) if split is not None else None
 
     def _encode_piece(self, piece: bytes) -> tuple[int, ...]:
-        rank = self.ranks.get(piece)
-        if rank is not None:  # a piece that is itself a token is one token
-            return (rank,)
-        if len(piece) > _NUMPY_PIECE:
+        if len(piece) > NUMPY_PIECE:  # (only then numpy: a one-liner's pieces never load it)
             from .bulk.merge import encode_piece
 
             return encode_piece(self._vocabulary, piece)
-        return tuple(self.ranks[part] for part in merge_parts(piece, self.ranks))
+        return piece_ids(piece, self.ranks)
 
     def clear_cache(self) -> None:
         """Forget the ids of every piece encoded so far (the dict and the bulk encoder's, in

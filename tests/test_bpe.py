@@ -12,3 +12,10 @@ def test_heap_merge_equals_scan_merge(gpt2):
     for piece in [b"a" * 200, b"ab" * 100, "é".encode() * 90, b" hello" * 30, bytes(range(256)), b"x", b""]:
         assert _merge_parts_heap(piece, gpt2.ranks) == _merge_parts_scan(piece, gpt2.ranks)
         assert _merge_parts_heap(piece, gpt2.ranks, 300) == _merge_parts_scan(piece, gpt2.ranks, 300)
+
+
+def test_piece_ids_are_the_token_or_its_merged_parts(gpt2):
+    from bpecli.bpe import piece_ids
+
+    assert piece_ids(b" tokenizer", gpt2.ranks) == (11241, 7509)
+    assert piece_ids(b"hello", gpt2.ranks) == (gpt2.ranks[b"hello"],)

@@ -1,5 +1,5 @@
-"""BPE of pre-tokens: one piece in Python (merge_parts), many at once in numpy rounds
-(bpe_rounds), long ones in rounds whose work follows the pairs they change (bpe_long)."""
+"""BPE of many pre-tokens at once in numpy rounds (bpe_rounds), and of long ones in rounds whose
+work follows the pairs they change (bpe_long); one piece at a time is bpe.py's."""
 
 from __future__ import annotations
 
@@ -8,27 +8,20 @@ import heapq
 import numpy as np
 
 from ..arrays import sorted_distinct, spans, without_overlaps
-from ..bpe import merge_parts
+from ..bpe import NUMPY_PIECE, piece_ids
 from .packing import LENGTH_SHIFT, PACKED_ROW_BYTES, piece_hash
 from .tables import LOOKUP_BLOCK, NO_RANK, Vocabulary
 
-# Pieces longer than this are merged in numpy rounds (bpe_long): no Python object per byte.
-NUMPY_PIECE = 4096
 # bpe_rounds hands the last pieces still merging to Python when no more than this many are left.
 FEW_PIECES = 64
 
 
 def encode_piece(vocab: Vocabulary, piece: bytes) -> tuple[int, ...]:
-    """The ids of one piece: itself if it is a token, else its merged parts."""
-    ranks = vocab.ranks
-    rank = ranks.get(piece)
-    if rank is not None:  # a piece that is itself a token is one token
-        return (rank,)
-    if len(piece) > NUMPY_PIECE:
+    """bpe.piece_ids, but a piece longer than NUMPY_PIECE that is no token merges in numpy rounds."""
+    if len(piece) > NUMPY_PIECE and piece not in vocab.ranks:
         ids, _ = bpe_long(vocab, np.frombuffer(piece, dtype=np.uint8), np.zeros(1, dtype=np.int64), np.array([len(piece)]))
         return tuple(ids.tolist())
-    return tuple(ranks[part] for part in merge_parts(piece, ranks))
-
+    return piece_ids(piece, vocab.ranks)
 
 
 def bpe_batch(vocab: Vocabulary, pieces: list[bytes]) -> list[tuple[int, ...]]:
