@@ -530,7 +530,7 @@ def _load_gpt2(path: Path, vocab: dict, pattern: str | None, specials: dict | No
     except (OSError, UnicodeDecodeError) as e:
         raise TokenizerFileError(f"{merges_path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
     merges = [line for line in lines if line and not line.startswith("#version")]
-    if sum(map(str.count, merges, repeat(" "))) != len(merges):  # each line: exactly one space
+    if list(map(str.count, merges, repeat(" "))).count(1) != len(merges):  # each line: exactly one space
         number, line = next((n, line) for n, line in enumerate(lines, 1) if line and not line.startswith("#version") and line.count(" ") != 1)
         raise TokenizerFileError(f"{merges_path}:{number}: error parsing line {line[:60]!r} (expected 'left right')")
     made = set(map(str.replace, merges, repeat(" "), repeat(""), repeat(1)))

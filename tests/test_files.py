@@ -173,6 +173,16 @@ def test_an_unreadable_merges_file_is_a_clear_error(tmp_path, gpt2_vocab):
         Tokenizer.load(tmp_path / "vocab.json")
 
 
+def test_a_merges_line_without_exactly_one_space_is_named(tmp_path, gpt2_vocab, fixtures):
+    """A line of two spaces next to a line of none (the same number of spaces in all) is still found."""
+    lines = (fixtures / "gpt2_merges.txt").read_text(encoding="utf-8").splitlines()
+    lines[5], lines[6] = lines[5].replace(" ", ""), lines[6] + " x"
+    (tmp_path / "vocab.json").write_bytes(gpt2_vocab.read_bytes())
+    (tmp_path / "merges.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(BpecliError, match=r"merges.txt:6: error parsing line"):
+        Tokenizer.load(tmp_path / "vocab.json")
+
+
 def test_a_pattern_stored_in_a_file_is_named_as_from_that_file(trained, tmp_path):
     for name in TOKENIZER_FILES:
         (tmp_path / name).write_bytes((trained[1] / name).read_bytes())
