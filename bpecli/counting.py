@@ -61,9 +61,11 @@ class PieceCounts:
     def of_spans(data: bytes, bounds, weights=None) -> PieceCounts:
         """The counts of the pieces data[bounds[i]:bounds[i + 1]], each counted weights[i] times
         (once if no weights)."""
-        codes, low, high, _, long_pieces = pack_pieces(data, bounds)
-        n = np.bincount(codes, weights=weights, minlength=len(low) + len(long_pieces)).astype(np.int64)
-        return PieceCounts(low, high, n[: len(low)], *_long(long_pieces, n[len(low):]))
+        short, low, high, mixed, long_at, long_codes, long_pieces = pack_pieces(data, bounds)
+        first, short_codes = distinct_packed(low, high, mixed)
+        n = np.bincount(short_codes, weights=None if weights is None else weights[short], minlength=len(first))
+        long_n = np.bincount(long_codes, weights=None if weights is None else weights[long_at], minlength=len(long_pieces))
+        return PieceCounts(low[first], high[first], n.astype(np.int64), *_long(long_pieces, long_n))
 
     @staticmethod
     def of_pieces(pieces: list[bytes], weights=None) -> PieceCounts:

@@ -12,7 +12,7 @@ from bpecli import Tokenizer
 from bpecli.bpe import merge_parts
 from bpecli.bulk.merge import bpe_batch, bpe_long
 from bpecli.bulk.packing import group
-from bpecli.bulk.tables import PieceTable
+from bpecli.bulk.engine import Learned
 
 
 @settings(max_examples=200, deadline=None)
@@ -24,7 +24,7 @@ def test_batch_bpe_equals_one_piece_at_a_time(gpt2, pieces):
 
 
 def test_the_piece_table_starting_afresh_changes_no_id(gpt2, tiktoken_gpt2, kernel_docs_sample, monkeypatch):
-    monkeypatch.setattr(PieceTable, "LIMIT", 3000)  # far fewer pieces than the text has
+    monkeypatch.setattr(Learned, "LIMIT", 3000)  # far fewer pieces than the text has
     fresh = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
     documents = kernel_docs_sample[:400_000].split("<|endoftext|>")
     ids, _ = fresh.encode_documents(documents)
@@ -37,10 +37,10 @@ def test_the_piece_table_growing_while_it_has_pieces_changes_no_id(gpt2, tiktoke
     documents = kernel_docs_sample[:300_000].split("<|endoftext|>")
     made_up = " ".join("".join(letters) for letters in itertools.islice(itertools.product("etaoinshrd", repeat=5), 40_000))
     for batch in (documents[:3], documents[3:] + [made_up]):
-        size = fresh._bulk._piece_table.count
+        size = fresh._bulk.learned.table.count
         ids, _ = fresh.encode_documents(batch)
         assert ids.tolist() == [i for d in tiktoken_gpt2.encode_ordinary_batch(batch) for i in d]
-    assert size > 0 and len(fresh._bulk._piece_table.high) > 1 << 16  # it had pieces, and it grew
+    assert size > 0 and len(fresh._bulk.learned.table.high) > 1 << 16  # it had pieces, and it grew
 
 
 def test_the_pair_table_holds_every_cut_of_every_token(gpt2):
@@ -61,9 +61,9 @@ def test_clear_cache_makes_the_next_encode_cold(gpt2):
     tok = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
     texts = ["hello world " * 10, "internationalization"]  # a short piece for the table, a long one for the dict
     first = tok.encode_documents(texts)[0].tolist()
-    assert tok._bulk._piece_table.count > 0 and tok._bulk._long_pieces
+    assert tok._bulk.learned.table.count > 0 and tok._bulk.learned.long_pieces
     tok.clear_cache()
-    assert tok._bulk._piece_table.count == 0 and not tok._bulk._long_pieces
+    assert tok._bulk.learned.table.count == 0 and not tok._bulk.learned.long_pieces
     assert tok.encode_documents(texts)[0].tolist() == first
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..arrays import spans
 from .merge import bpe_batch, bpe_packed
-from .packing import document_batches, pack_pieces
+from .packing import distinct_packed, document_batches, pack_pieces
 from .tables import PieceTable, Vocabulary
 
 # Documents go through in batches of about this many bytes: arrays that fit the caches are several
@@ -18,13 +18,67 @@ from .tables import PieceTable, Vocabulary
 BULK_BATCH = 1 << 22
 # The long piece -> ids dict is cleared when it grows past this many entries.
 CACHE_LIMIT = 1 << 20
+# A learned short piece's value in its PieceTable: where its ids start in Learned.ids, shifted
+# left by COUNT_BITS, or'd with how many ids it has (a piece of up to 15 bytes has at most 15).
+COUNT_BITS = 4
+
+
+class Learned:
+    """What one thread has encoded so far: short pieces in a PieceTable whose values point into
+    one growing array of ids; long pieces in a dict, by their bytes."""
+
+    LIMIT = 1 << 21  # short pieces kept before starting afresh (memory stays bounded)
+
+    def __init__(self):
+        self.table = PieceTable()
+        self.ids = np.empty(1 << 16, dtype=np.int64)
+        self.used = 0
+        self.long_pieces: dict[bytes, tuple[int, ...]] = {}
+
+    def short_ids(self, vocab: Vocabulary, low, high, mixed):
+        """(where the ids of each packed piece start in self.ids, how many it has); BPE for the
+        distinct pieces the table lacks, which it keeps."""
+        table = self.table
+        slots = table.find(low, high, mixed)
+        missing = np.flatnonzero(slots < 0)
+        if len(missing):
+            first, _ = distinct_packed(low[missing], high[missing], mixed[missing])
+            if table.count + len(first) > self.LIMIT:  # start afresh: none of the pieces is kept then
+                table = self.table = PieceTable()
+                self.used = 0
+                missing = np.arange(len(low))
+                first, _ = distinct_packed(low, high, mixed)
+            new = missing[first]
+            ids, counts = bpe_packed(vocab, low[new], high[new])
+            starts = self.keep(ids) + np.cumsum(counts) - counts
+            if table.insert(low[new], high[new], mixed[new], starts << COUNT_BITS | counts):
+                slots = table.find(low, high, mixed)  # it grew: every slot moved
+            else:
+                slots[missing] = table.find(low[missing], high[missing], mixed[missing])
+        value = table.value[slots]
+        return value >> COUNT_BITS, value & ((1 << COUNT_BITS) - 1)
+
+    def keep(self, flat) -> int:
+        """Append ids to self.ids; where they start."""
+        at = self.scratch(flat)
+        self.used += len(flat)
+        return at
+
+    def scratch(self, flat) -> int:
+        """Write ids after the kept ones; where they start. The next keep or scratch writes over them."""
+        if self.used + len(flat) > len(self.ids):
+            grown = np.empty(2 * (self.used + len(flat)), dtype=np.int64)
+            grown[: self.used] = self.ids[: self.used]
+            self.ids = grown
+        self.ids[self.used : self.used + len(flat)] = flat
+        return self.used
 
 
 class BulkEncoder:
     """A vocabulary with a vectorised splitter (split(data, doc_starts) -> piece bounds).
 
-    What it learns as it goes (the table of short pieces, the dict of long ones) is kept per
-    thread: an encoder shared by threads gives each its own; the vocabulary's tables are read only.
+    What it learns as it goes (Learned) is kept per thread: an encoder shared by threads gives
+    each its own; the vocabulary's tables are read only.
     """
 
     def __init__(self, vocab: Vocabulary, split):
@@ -41,20 +95,12 @@ class BulkEncoder:
         self._local = threading.local()
 
     @property
-    def _piece_table(self) -> PieceTable:
-        """This thread's numpy table of short pieces -> ids."""
+    def learned(self) -> Learned:
+        """This thread's pieces encoded so far."""
         local = self._local
-        if not hasattr(local, "piece_table"):
-            local.piece_table = PieceTable()
-        return local.piece_table
-
-    @property
-    def _long_pieces(self) -> dict[bytes, tuple[int, ...]]:
-        """This thread's dict of long pieces -> ids."""
-        local = self._local
-        if not hasattr(local, "long_pieces"):
-            local.long_pieces = {}
-        return local.long_pieces
+        if not hasattr(local, "learned"):
+            local.learned = Learned()
+        return local.learned
 
     def encode(self, documents: list[bytes], *, eot: int | None, dtype):
         """(ids of the documents one after another, each followed by eot if given; where each
@@ -66,37 +112,33 @@ class BulkEncoder:
 
     def _encode_batch(self, documents: list[bytes], *, eot: int | None, dtype):
         """BPE once per distinct piece, the ids put together with numpy. Pieces of up to 15
-        bytes are found in the numpy piece table; longer ones in the dict, by their bytes."""
+        bytes are found in the learned piece table; longer ones in the dict, by their bytes."""
         data = b"".join(documents)
         lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
         doc_starts = np.cumsum(lengths) - lengths
         bounds = self.split_apart(data, self.split(data, doc_starts))
         starts = bounds[:-1]
-        # 1. a code for every piece, the same for equal pieces
-        codes, low, high, mixed, long_pieces = pack_pieces(data, bounds)
-        # 2. where the ids of every distinct piece are: short pieces in the piece table (BPE for
-        #    those it lacks), long ones in the dict, written after the table's ids for now
-        table = self._piece_table
-        table.make_room(len(low))
-        slots = table.find(low, high, mixed)
-        missing = np.flatnonzero(slots < 0)
-        if len(missing):
-            table.insert(low[missing], high[missing], mixed[missing], *bpe_packed(self.vocab, low[missing], high[missing]))
-            slots = table.find(low, high, mixed)  # all again: inserting may have moved them
-        cache = self._long_pieces
-        if len(cache) > CACHE_LIMIT:
-            cache.clear()
-        long_ids: list = list(map(cache.get, long_pieces))
-        cold = [i for i, found in enumerate(long_ids) if found is None]
-        for i, found in zip(cold, bpe_batch(self.vocab, [long_pieces[i] for i in cold])):
-            long_ids[i] = cache[long_pieces[i]] = found
-        long_sizes = np.fromiter(map(len, long_ids), dtype=np.int64, count=len(long_ids))
-        long_at = table.scratch(np.fromiter(chain.from_iterable(long_ids), dtype=np.int64, count=int(long_sizes.sum())))
-        table_sizes = np.concatenate([table.length[slots], long_sizes])
-        table_starts = np.concatenate([table.start[slots], long_at + np.cumsum(long_sizes) - long_sizes])
-        # 3. put the ids of every piece in order, then eot after every document
-        piece_sizes = table_sizes[codes]
-        ids = table.ids[spans(table_starts[codes], piece_sizes)]
+        short, low, high, mixed, long_at, long_codes, long_pieces = pack_pieces(data, bounds)
+        # where the ids of every piece are, and how many: short pieces' in the learned table (BPE
+        # for those it lacks); long ones' from the dict, written after the learned ids for now
+        learned = self.learned
+        piece_starts = np.empty(len(starts), dtype=np.int64)
+        piece_sizes = np.empty(len(starts), dtype=np.int64)
+        piece_starts[short], piece_sizes[short] = learned.short_ids(self.vocab, low, high, mixed)
+        if len(long_at):
+            cache = learned.long_pieces
+            if len(cache) > CACHE_LIMIT:
+                cache.clear()
+            long_ids: list = list(map(cache.get, long_pieces))
+            cold = [i for i, found in enumerate(long_ids) if found is None]
+            for i, found in zip(cold, bpe_batch(self.vocab, [long_pieces[i] for i in cold])):
+                long_ids[i] = cache[long_pieces[i]] = found
+            long_sizes = np.fromiter(map(len, long_ids), dtype=np.int64, count=len(long_ids))
+            at = learned.scratch(np.fromiter(chain.from_iterable(long_ids), dtype=np.int64, count=int(long_sizes.sum())))
+            piece_starts[long_at] = (at + np.cumsum(long_sizes) - long_sizes)[long_codes]
+            piece_sizes[long_at] = long_sizes[long_codes]
+        # put the ids of every piece in order, then eot after every document
+        ids = learned.ids[spans(piece_starts, piece_sizes)]
         # documents end where pieces do: a document's ids end where its last piece's ids end
         pieces_before = np.searchsorted(starts, doc_starts + lengths, "left")
         ends = np.concatenate(([0], np.cumsum(piece_sizes)))[pieces_before]

@@ -56,7 +56,7 @@ def bpe_packed(vocab: Vocabulary, low, high):
     counts[merged] = merged_counts
     ids = np.empty(int(counts.sum()), dtype=np.int64)
     starts = np.cumsum(counts) - counts
-    ids[starts[is_token]] = tokens.start[slots[is_token]]
+    ids[starts[is_token]] = tokens.value[slots[is_token]]
     ids[spans(starts[merged], merged_counts)] = merged_ids
     return ids, counts
 

@@ -17,24 +17,19 @@ PACKED_ROW_BYTES = 16
 
 
 def pack_pieces(data: bytes, bounds):
-    """(codes, low, high, mixed, long_pieces): the distinct pieces of data (bounds from
-    gpt2_piece_starts) numbered 0, 1, ..., and the number of each piece. Pieces of up to 15 bytes
-    come first, each as two uint64 (low: bytes 0-7; high: bytes 8-14 and the length in the top
-    byte) and their hash (mixed), found with numpy; longer pieces follow as bytes.
+    """(short, low, high, mixed, long_at, long_codes, long_pieces) for the pieces
+    data[bounds[i]:bounds[i + 1]]: those of up to 15 bytes (their numbers: short) packed as
+    pack_spans does, with their piece_hash (mixed); the longer ones (their numbers: long_at) as
+    the distinct bytes objects long_pieces, long_codes saying which of them each one is.
     """
     starts, sizes = bounds[:-1], np.diff(bounds)
-    packed = np.flatnonzero(sizes <= PACKED_BYTES)
-    low, high = pack_spans(data, starts[packed], sizes[packed])
-    mixed = piece_hash(low, high)
-    first, packed_codes = distinct_packed(low, high, mixed)
-    codes = np.empty(len(starts), dtype=np.int64)
-    codes[packed] = packed_codes
-    long_at = np.flatnonzero(sizes > PACKED_BYTES)
+    is_short = sizes <= PACKED_BYTES
+    short = np.flatnonzero(is_short)
+    low, high = pack_spans(data, starts[short], sizes[short])
+    long_at = np.flatnonzero(~is_short)
     index: dict[bytes, int] = {}
-    if len(long_at):
-        long_codes = [index.setdefault(data[a:b], len(index)) for a, b in zip(starts[long_at].tolist(), bounds[long_at + 1].tolist())]
-        codes[long_at] = np.array(long_codes, dtype=np.int64) + len(first)
-    return codes, low[first], high[first], mixed[first], list(index)
+    codes = [index.setdefault(data[a:b], len(index)) for a, b in zip(starts[long_at].tolist(), bounds[long_at + 1].tolist())]
+    return short, low, high, piece_hash(low, high), long_at, np.array(codes, dtype=np.int64), list(index)
 
 
 def pack_spans(data: bytes, starts, sizes):

@@ -48,7 +48,7 @@ class Vocabulary:
 
     @cached_property
     def short_tokens(self) -> PieceTable:
-        """Every token of up to 15 bytes, packed as packing.pack_spans does -> its rank (in start)."""
+        """Every token of up to 15 bytes, packed as packing.pack_spans does -> its rank."""
         data, starts, sizes, values = self.token_arrays
         short = np.flatnonzero(sizes <= PACKED_BYTES)
         low, high = pack_spans(data, starts[short], sizes[short])
@@ -78,7 +78,7 @@ class Vocabulary:
         def rank_of(span_starts, span_sizes):
             low, high = pack_spans(data, span_starts, span_sizes)
             slots = known.find(low, high, piece_hash(low, high))
-            return np.where(slots >= 0, known.start[slots], -1)
+            return np.where(slots >= 0, known.value[slots], -1)
 
         cut_tokens = short[sizes[short] >= 2]
         token = np.repeat(cut_tokens, sizes[cut_tokens] - 1)  # one row per cut of each token
@@ -114,49 +114,41 @@ class PairTable:
             return np.concatenate([self.lookup(wanted[at : at + LOOKUP_BLOCK]) for at in range(0, len(wanted), LOOKUP_BLOCK)])
         low, high = wanted.astype(np.uint64), np.ones(len(wanted), dtype=np.uint64)
         slots = self.table.find(low, high, piece_hash(low, high))
-        return np.where(slots >= 0, self.table.start[slots], NO_RANK)
+        return np.where(slots >= 0, self.table.value[slots], NO_RANK)
 
 
 class PieceTable:
-    """Pieces of up to 15 bytes (as packing.pack_pieces gives them: low, high, mixed) ->
-    their ids, for numpy: an open-addressing table whose values are (start, length) in one
-    growing array of ids. Lookups and inserts take whole arrays of pieces."""
+    """Pieces of up to 15 bytes (packed as packing.pack_spans does: low, high; mixed, their
+    piece_hash) -> an int64 value each, in an open-addressing table that numpy looks up and fills
+    whole arrays of pieces at a time."""
 
-    LIMIT = 1 << 21  # pieces kept before the table starts afresh (memory stays bounded)
-
-    def __init__(self):
-        self.ids = np.empty(1 << 16, dtype=np.int64)
-        self.used = 0
-        self._allocate(16)
+    def __init__(self, bits: int = 16):
+        self._allocate(bits)
 
     def _allocate(self, bits: int) -> None:
         size = 1 << bits
         self.shift, self.mask = np.uint64(64 - bits), size - 1
         self.low = np.zeros(size, dtype=np.uint64)
         self.high = np.zeros(size, dtype=np.uint64)  # 0: an empty slot (a piece's high holds its length)
-        self.start = np.zeros(size, dtype=np.int64)
-        self.length = np.zeros(size, dtype=np.int64)
+        self.value = np.zeros(size, dtype=np.int64)
         self.count = 0
 
     @classmethod
     def of(cls, low, high, values) -> PieceTable:
-        """A table of distinct pieces whose value (in start) is values[i]."""
-        table = cls()
-        table._allocate(max(16, (4 * len(low)).bit_length()))
-        table._place(low, high, piece_hash(low, high), values, np.ones(len(low), dtype=np.int64))
+        """A table of distinct pieces whose values are values."""
+        table = cls(max(16, (4 * len(low)).bit_length()))
+        table._place(low, high, piece_hash(low, high), values)
         return table
 
-    def make_room(self, n: int) -> None:
-        """Start afresh if n more pieces could take the table past LIMIT (call before find)."""
-        if self.count + n > self.LIMIT:
-            self.used = 0
-            self._allocate(16)
-
     def find(self, low, high, mixed):
-        """The slot of each piece, or -1 where the table does not have it."""
-        out = np.full(len(low), -1, dtype=np.int64)
-        todo = np.arange(len(low))
-        slots = (mixed >> self.shift).astype(np.int64)
+        """The slot of each piece, or -1 where the table does not have it. Most pieces are found
+        (or found missing) in their first slot: that round is over all of them, the others over few."""
+        slots = (mixed >> self.shift).astype(np.intp)
+        found = self.high[slots]
+        hit = (found == high) & (self.low[slots] == low)
+        out = np.where(hit, slots, -1)
+        todo = np.flatnonzero(~hit & (found != 0))
+        slots = (slots[todo] + 1) & self.mask
         while len(todo):
             found = self.high[slots]
             hit = (found == high[todo]) & (self.low[slots] == low[todo])
@@ -165,38 +157,27 @@ class PieceTable:
             todo, slots = todo[go_on], (slots[go_on] + 1) & self.mask
         return out
 
-    def insert(self, low, high, mixed, ids, counts) -> None:
-        """Add pieces the table does not have, with their ids (one piece's after another's;
-        counts: how many each has)."""
-        if 2 * (self.count + len(low)) > len(self.high):  # keep the load under one half
+    def insert(self, low, high, mixed, values) -> bool:
+        """Add distinct pieces the table does not have, with their values. True if the table grew
+        to make room: slots found before are stale then."""
+        grows = 2 * (self.count + len(low)) > len(self.high)  # keep the load under one half
+        if grows:
             kept = np.flatnonzero(self.high)
-            old = self.low[kept], self.high[kept], self.start[kept], self.length[kept]
+            old = self.low[kept], self.high[kept], self.value[kept]
             self._allocate((4 * (self.count + len(low))).bit_length())
-            self._place(old[0], old[1], piece_hash(old[0], old[1]), old[2], old[3])
-        at = self.scratch(ids)
-        self.used += len(ids)
-        self._place(low, high, mixed, at + np.cumsum(counts) - counts, counts)
+            self._place(old[0], old[1], piece_hash(old[0], old[1]), old[2])
+        self._place(low, high, mixed, values)
+        return grows
 
-    def scratch(self, flat) -> int:
-        """Write ids after the table's own and return where they start; the next call or insert
-        writes over them."""
-        if self.used + len(flat) > len(self.ids):
-            grown = np.empty(2 * (self.used + len(flat)), dtype=np.int64)
-            grown[: self.used] = self.ids[: self.used]
-            self.ids = grown
-        self.ids[self.used : self.used + len(flat)] = flat
-        return self.used
-
-    def _place(self, low, high, mixed, start, length) -> None:
+    def _place(self, low, high, mixed, values) -> None:
         todo = np.arange(len(low))
-        slots = (mixed >> self.shift).astype(np.int64)
+        slots = (mixed >> self.shift).astype(np.intp)
         while len(todo):  # each round, every free slot takes the first piece that wants it
             free = self.high[slots] == 0
             claimed, first = np.unique(slots[free], return_index=True)
             chosen = np.flatnonzero(free)[first]
             piece = todo[chosen]
-            self.low[claimed], self.high[claimed] = low[piece], high[piece]
-            self.start[claimed], self.length[claimed] = start[piece], length[piece]
+            self.low[claimed], self.high[claimed], self.value[claimed] = low[piece], high[piece], values[piece]
             rest = np.ones(len(todo), dtype=bool)
             rest[chosen] = False
             todo, slots = todo[rest], (slots[rest] + 1) & self.mask
