@@ -1,11 +1,13 @@
 """The presets mean tiktoken's Unicode classes, on every code point (bpecli.pretokenize.unicode_classes)."""
 
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpecli import PATTERNS, Tokenizer
 from bpecli.pretokenize import unicode_classes
+from bpecli.pretokenize.characters import LAST_WHITESPACE
 
 # Every code point but the surrogates, which UTF-8 cannot carry.
 EVERY = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
@@ -29,6 +31,12 @@ def tiktoken_classes():
 def test_the_class_tables_are_tiktokens(tiktoken_classes, name):
     ours = {c for first, last in unicode_classes.ranges(name) for c in range(first, last + 1)}
     assert ours == tiktoken_classes[name]
+
+
+def test_no_code_point_past_the_last_whitespace_is_whitespace():
+    """characters.class_table looks for whitespace only up to LAST_WHITESPACE."""
+    past = "".join(chr(c) for c in EVERY if c > LAST_WHITESPACE)
+    assert regex.search(r"\s", past) is None
 
 
 @pytest.fixture(scope="module", params=["gpt2", "cl100k", "o200k"])

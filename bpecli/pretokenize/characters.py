@@ -15,7 +15,8 @@ from ..arrays import spans
 from . import unicode_classes
 
 LETTER, NUMBER, OTHER, WHITESPACE, SPACE, CRLF = 0, 1, 2, 3, 4, 5  # letter, number, other, whitespace, " ", \r or \n
-_class_cache: dict[int, int] = {}
+# No code point past this one is whitespace to the regex module (tests/test_unicode.py checks them all).
+LAST_WHITESPACE = 0x3000
 
 
 def _class_of(code_point: int) -> int:
@@ -34,7 +35,6 @@ def _class_of(code_point: int) -> int:
 
 
 UPPER, LOWER, BOTH, MARK = 1, 2, 3, 4  # letter cases as o200k's two letter classes see them
-_case_cache: dict[int, int] = {}
 
 
 def _case_of(code_point: int) -> int:
@@ -52,20 +52,40 @@ def _case_of(code_point: int) -> int:
     return 0
 
 
-def _classes(code_points, of=_class_of, known=_class_cache):
-    """of(code point) for each code point; each distinct one is asked once (known remembers)."""
-    distinct = np.unique(code_points)
-    for c in distinct.tolist():
-        if c not in known:
-            known[c] = of(c)
-    table = np.array([known[c] for c in distinct.tolist()], dtype=np.uint8)
-    return table[np.searchsorted(distinct, code_points)]
+@cache
+def class_table():
+    """_class_of of every code point, as one lookup table (1.1 MB), filled from the class ranges."""
+    table = np.full(0x110000, OTHER, dtype=np.uint8)
+    for name, value in (("N", NUMBER), ("L", LETTER)):
+        for first, last in unicode_classes.ranges(name):
+            table[first : last + 1] = value
+    table[[m.start() for m in regex.finditer(r"\s", "".join(map(chr, range(LAST_WHITESPACE + 1))))]] = WHITESPACE
+    table[[ord("\r"), ord("\n")]] = CRLF
+    table[ord(" ")] = SPACE
+    return table
 
 
 @cache
-def _ascii_table(of):
-    """of(c) for the 128 ASCII code points, as a numpy lookup table."""
-    return np.array([of(c) for c in range(128)], dtype=np.uint8)
+def case_table():
+    """_case_of of every code point, as class_table is _class_of's."""
+    table = np.zeros(0x110000, dtype=np.uint8)
+    for names, value in ((("M",), MARK), (("Lm", "Lo"), BOTH), (("Ll",), LOWER), (("Lu", "Lt"), UPPER)):
+        for name in names:
+            for first, last in unicode_classes.ranges(name):
+                table[first : last + 1] = value
+    return table
+
+
+# What _byte_classes gives a UTF-8 continuation byte (10xxxxxx): no class gets this value.
+CONTINUATION = 0xFF
+
+
+@cache
+def _byte_classes(of) -> bytes:
+    """of(c) for the 128 ASCII code points, then CONTINUATION for bytes 80-BF and zeros for the
+    first bytes of longer characters: a bytes.translate table that gives every byte its class in
+    one pass in C (a numpy lookup first widens each byte to an index)."""
+    return bytes(map(of, range(128))) + bytes([CONTINUATION] * 64) + bytes(64)
 
 
 def characters(data: bytes, doc_starts, cases: bool = False):
@@ -74,28 +94,26 @@ def characters(data: bytes, doc_starts, cases: bool = False):
     character i starts a document (edges[-1], one past the last character, is True), and with
     cases its letter case (_case_of), else None."""
     raw = np.frombuffer(data, dtype=np.uint8)
-    ascii_table = _ascii_table(_class_of)
-    case = None
+    cls = np.frombuffer(data.translate(_byte_classes(_class_of)), dtype=np.uint8)
+    case = np.frombuffer(data.translate(_byte_classes(_case_of)), dtype=np.uint8) if cases else None
     if raw.max() < 0x80:
-        where, chars, cls = None, raw, ascii_table[raw]
-        if cases:
-            case = _ascii_table(_case_of)[raw]
+        where, chars = None, raw
+        cls, case = cls.copy(), None if case is None else case.copy()  # writable, as below
     else:  # characters start at bytes that are not 10xxxxxx; decode the multi-byte ones
-        where = np.flatnonzero((raw & 0xC0) != 0x80)
-        chars = raw[where]
-        single = chars < 0x80
-        cls = ascii_table[chars & 0x7F]  # right for ASCII; the others' are replaced below
-        multi = where[~single]
+        where = np.flatnonzero(cls != CONTINUATION)
+        chars, cls = raw[where], cls[where]  # cls is right for ASCII; the others' are set below
+        multi_at = np.flatnonzero(chars >= 0x80)
+        multi = where[multi_at]
         last = len(raw) - 1  # bytes past the end are read as the last one: no character uses them
         b0, b1, b2, b3 = (raw[np.minimum(multi + k, last)].astype(np.uint32) for k in range(4))
         cp = np.where(
             b0 >= 0xF0, ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F),
             np.where(b0 >= 0xE0, ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), ((b0 & 0x1F) << 6) | (b1 & 0x3F)),
         )
-        cls[~single] = _classes(cp)
+        cls[multi_at] = class_table()[cp]
         if cases:
-            case = _ascii_table(_case_of)[chars & 0x7F]  # as cls
-            case[~single] = _classes(cp, _case_of, _case_cache)
+            case = case[where]
+            case[multi_at] = case_table()[cp]
     m = len(cls)
     edges = np.zeros(m + 1, dtype=bool)
     edges[0] = edges[m] = True
@@ -157,9 +175,7 @@ def class_runs(cls, edges):
     firsts = np.flatnonzero(starts)
     ends = np.append(firsts[1:], m)
     run_kind = kind[firsts]
-    follows = np.full(len(firsts), -1)
-    inside = ~edges[ends]
-    follows[inside] = run_kind[np.flatnonzero(inside) + 1]
+    follows = np.where(edges[ends], np.int8(-1), np.append(run_kind[1:], 0).astype(np.int8))
     long_numbers = np.flatnonzero((run_kind == NUMBER) & (ends - firsts > 3))
     more = (ends[long_numbers] - firsts[long_numbers] - 1) // 3  # starts after the run's first
     starts[np.repeat(firsts[long_numbers], more) + 3 * (spans(np.zeros_like(more), more) + 1)] = True
