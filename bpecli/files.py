@@ -555,6 +555,11 @@ def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials
     added = {t["content"]: t["id"] for t in added_tokens}
     vocab = {token: rank for token, rank in model["vocab"].items() if token not in added}
     merges = model.get("merges") or []
+    for number, merge in enumerate(merges):  # "left right", or [left, right] (tokenizers 0.20 on)
+        if not (merge.count(" ") == 1 if isinstance(merge, str) else
+                isinstance(merge, list) and len(merge) == 2 and all(isinstance(part, str) for part in merge)):
+            raise TokenizerFileError(f"{path}: merge {number} ({str(merge)[:60]!r}) is not a pair of tokens "
+                                     "(expected \"left right\" or [\"left\", \"right\"])")
     made = {m.replace(" ", "", 1) if isinstance(m, str) else "".join(m) for m in merges}
     # entries no merge makes and no added token names (GPT-2's <|endoftext|> in a plain
     # ByteLevelBPETokenizer) become special tokens, as they do from vocab.json

@@ -128,7 +128,7 @@ def test_hugging_face_own_byte_level_save_loads_with_its_ids(gpt2_vocab, fixture
 def _hugging_face_file(trained, tmp_path, **changes):
     document = json.loads((trained[1] / "tokenizer.json").read_text(encoding="utf-8"))
     for key, value in changes.items():
-        if key in ("dropout", "continuing_subword_prefix"):
+        if key in ("dropout", "continuing_subword_prefix", "merges"):
             document["model"][key] = value
         elif key == "added":
             document["added_tokens"][0].update(value)
@@ -153,6 +153,8 @@ def _hugging_face_file(trained, tmp_path, **changes):
         ({"continuing_subword_prefix": "##"}, "continuing_subword_prefix='##'"),
         ({"added": {"lstrip": True}}, "sets lstrip"),
         ({"pre_tokenizer": {"type": "Whitespace"}}, r"its pre-tokenizer \(Whitespace\) is not a byte-level one"),
+        ({"merges": ["Ġ Ġ", "ĠĠĠĠ"]}, r"merge 1 \('ĠĠĠĠ'\) is not a pair of tokens"),
+        ({"merges": [["Ġ", "Ġ", "Ġ"]]}, r"merge 0 .* is not a pair of tokens"),
     ],
 )
 def test_hugging_face_parts_bpecli_does_not_apply_are_refused_by_name(trained, tmp_path, changes, message):
