@@ -19,10 +19,10 @@ from .pretokenize import SAFE_CUT, is_preset, resolve_pattern
 from .tokenizer import Tokenizer, check_special_tokens
 
 
-def tie_break_key(left: bytes, right: bytes, descending=None) -> bytes:
+def tie_break_key(left: bytes | int, right: bytes | int, descending=None) -> bytes:
     """A key whose ascending order is the descending order of (left, right) as byte strings: of
-    pairs of equal count, the one with the smallest key merges first. descending(token) may give
-    _descending(token) from a cache.
+    pairs of equal count, the one with the smallest key merges first. descending, if given, gives
+    each token's _descending from a cache (the trainer passes token ids and a list by id).
     Example: tie_break_key(b"b", b"a") < tie_break_key(b"a", b"z") < tie_break_key(b"a", b"")
     """
     descending = descending or _descending
@@ -279,7 +279,7 @@ class _Pairs:
 
     def __init__(self):
         self.token_bytes = [bytes([i]) for i in range(256)]
-        self.descending = {token: _descending(token) for token in self.token_bytes}  # per token, once
+        self.descending = [_descending(token) for token in self.token_bytes]  # by token id, made once
         self.left = np.zeros(BLOCK, dtype=np.int32)
         self.right = np.zeros(BLOCK, dtype=np.int32)
         self.count = np.full(BLOCK, -1, dtype=np.int64)  # -1: no pair yet
@@ -295,13 +295,13 @@ class _Pairs:
 
     def new_token(self, pair: int) -> int:
         """The id of the token pair merges into."""
-        left, right = self.tokens_of(pair)
-        self.token_bytes.append(left + right)
-        self.descending[left + right] = self.descending[left][:-2] + self.descending[right]  # _descending(left + right)
+        left, right, descending = self.items.left[pair], self.items.right[pair], self.descending
+        self.token_bytes.append(self.token_bytes[left] + self.token_bytes[right])
+        descending.append(descending[left][:-2] + descending[right])  # _descending of the joined bytes
         return len(self.token_bytes) - 1
 
     def _tie(self, pair: int) -> tuple[bytes, int]:
-        return tie_break_key(*self.tokens_of(pair), self.descending.__getitem__), pair
+        return tie_break_key(self.items.left[pair], self.items.right[pair], self.descending.__getitem__), pair
 
     def add(self, left, right, count) -> int:
         """Number new pairs; the first one's id (the others follow)."""

@@ -206,7 +206,7 @@ def test_merges_past_32767_tokens_key_their_pairs_in_32_bits(monkeypatch, fixtur
         for i in range(40_000):
             token = b"\xff" * 20 + i.to_bytes(4, "big")  # never in a word
             self.token_bytes.append(token)
-            self.descending[token] = trainer._descending(token)
+            self.descending.append(trainer._descending(token))
 
     monkeypatch.setattr(trainer._Pairs, "__init__", with_unused_tokens)
     words = Counter(fixtures.joinpath("corpus.en").read_text(encoding="utf-8")[:5000].split(" "))

@@ -111,7 +111,7 @@ def characters(data: bytes, doc_starts, cases: bool = False):
             np.where(b0 >= 0xE0, ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), ((b0 & 0x1F) << 6) | (b1 & 0x3F)),
         )
         cls[multi_at] = class_table()[cp]
-        if cases:
+        if case is not None:
             case = case[where]
             case[multi_at] = case_table()[cp]
     m = len(cls)
