@@ -8,8 +8,9 @@ end of each piece. That keeps a worker's result a few arrays however many distin
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from .corpus import Part, read_documents
 from .executor import map_in_order
 from .normalize import normalizer
 from .bulk.packing import LENGTH_SHIFT, PACKED_ROW_BYTES, distinct_packed, document_batches, pack_pieces, piece_hash
+from .bulk.tables import PieceTable
 from .pretokenize import compiled, special_splitter, uncovered_error, vectorised_splitter
 
 
@@ -133,6 +135,33 @@ class TreeSum:
 
 # ---- counting parts in workers ----------------------------------------------------------------
 
+class Numbered:
+    """The distinct packed pieces counted so far, numbered 0, 1... as first seen, in a PieceTable:
+    counting a batch is one lookup of its pieces, the hash table of distinct pieces only for the
+    new ones. Kept from part to part by a worker's thread (see _Counter.numbered)."""
+
+    LIMIT = 1 << 20  # pieces kept before starting afresh: the table stays under about 200 MB
+
+    def __init__(self):
+        self.table = PieceTable()
+        self.low = np.zeros(1 << 16, dtype=np.uint64)
+        self.high = np.zeros(1 << 16, dtype=np.uint64)
+        self.size = 0
+
+    def numbers(self, low, high, mixed):
+        """The number of each piece, new pieces numbered next."""
+
+        def number(new):
+            start, end = self.size, self.size + len(new)
+            if end > len(self.low):
+                self.low, self.high = np.resize(self.low, 2 * end), np.resize(self.high, 2 * end)
+            self.low[start:end], self.high[start:end] = low[new], high[new]
+            self.size = end
+            return np.arange(start, end)
+
+        return self.table.values(low, high, mixed, number)
+
+
 @dataclass(frozen=True)
 class _Counter:
     """What each worker needs to count a part: made once per worker (see executor.map_in_order)."""
@@ -143,6 +172,15 @@ class _Counter:
     text_column: str
     errors: str
     normalized: Callable[[str], str] | None  # the text as the tokenizer will split it (see normalize.py)
+    threads: threading.local = field(default_factory=threading.local)  # each thread's Numbered
+
+    @property
+    def numbered(self) -> Numbered:
+        """This thread's pieces counted so far: a worker's threads (on Dask) share one _Counter."""
+        threads = self.threads
+        if not hasattr(threads, "numbered") or threads.numbered.size > Numbered.LIMIT:
+            threads.numbered = Numbered()
+        return threads.numbered
 
 
 def _setup(pattern: str, special_tokens: list[str], text_column: str, errors: str, steps: tuple[str, ...]) -> _Counter:
@@ -157,7 +195,7 @@ def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
     if counter.normalized is not None:
         documents = list(map(counter.normalized, documents))
     if counter.split is not None:
-        return count_pieces([d.encode("utf-8") for d in documents], counter.split), part.weight
+        return count_pieces([d.encode("utf-8") for d in documents], counter.split, counter.numbered), part.weight
     findall = compiled(counter.pattern).findall
     total = TreeSum()
     for batch in document_batches(documents, 1 << 20):
@@ -171,14 +209,24 @@ def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
     return total.result(), part.weight
 
 
-def count_pieces(documents: list[bytes], split) -> PieceCounts:
-    """Pre-token counts by a vectorised pre-tokenizer (split: e.g. pretokenize.gpt2.gpt2_piece_starts)."""
-    total = TreeSum()
+def count_pieces(documents: list[bytes], split, numbered: Numbered | None = None) -> PieceCounts:
+    """Pre-token counts by a vectorised pre-tokenizer (split: e.g. pretokenize.gpt2.gpt2_piece_starts);
+    numbered: the pieces counted before, if kept (a fresh Numbered if not)."""
+    if numbered is None:
+        numbered = Numbered()
+    numbers = []  # of every packed piece
+    long_counts: dict[bytes, int] = {}  # long pieces are few: a dict adds them
     for batch in document_batches(documents, 1 << 20):  # 1 MB: small arrays, small worker peaks
         data = b"".join(batch)
         sizes = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
-        total.add(PieceCounts.of_spans(data, split(data, np.cumsum(sizes) - sizes)))
-    return total.result()
+        _, low, high, mixed, _, long_codes, long_pieces = pack_pieces(data, split(data, np.cumsum(sizes) - sizes))
+        numbers.append(numbered.numbers(low, high, mixed))
+        for piece, n in zip(long_pieces, np.bincount(long_codes, minlength=len(long_pieces)).tolist()):
+            long_counts[piece] = long_counts.get(piece, 0) + n
+    counts = np.bincount(np.concatenate([np.zeros(0, dtype=np.int64), *numbers]), minlength=numbered.size)
+    seen = np.flatnonzero(counts)
+    return PieceCounts(numbered.low[seen], numbered.high[seen], counts[seen],
+                       *_long(list(long_counts), list(long_counts.values())))
 
 
 def count_pretokens(

@@ -24,11 +24,15 @@ def test_batch_bpe_equals_one_piece_at_a_time(gpt2, pieces):
 
 
 def test_the_piece_table_starting_afresh_changes_no_id(gpt2, tiktoken_gpt2, kernel_docs_sample, monkeypatch):
-    monkeypatch.setattr(Learned, "LIMIT", 3000)  # far fewer pieces than the text has
+    monkeypatch.setattr(Learned, "LIMIT", 1000)  # far fewer pieces than the text has
     fresh = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
-    documents = kernel_docs_sample[:400_000].split("<|endoftext|>")
-    ids, _ = fresh.encode_documents(documents)
-    assert ids.tolist() == [i for d in tiktoken_gpt2.encode_ordinary_batch(documents) for i in d]
+    tables = []
+    for start in (0, 130_000, 260_000):  # each past the limit: the next starts afresh
+        batch = kernel_docs_sample[start : start + 130_000].split("<|endoftext|>")
+        ids, _ = fresh.encode_documents(batch)
+        assert ids.tolist() == [i for d in tiktoken_gpt2.encode_ordinary_batch(batch) for i in d]
+        tables.append(fresh._bulk.learned.table)
+    assert tables[0].count > 1000 and tables[1] is not tables[0] and tables[2] is not tables[1]
 
 
 def test_the_piece_table_growing_while_it_has_pieces_changes_no_id(gpt2, tiktoken_gpt2, kernel_docs_sample):

@@ -26,6 +26,23 @@ def test_counting_pretokens_equals_the_regex(name, tmp_path, kernel_docs_sample,
     assert counts.to_dict() == expected
 
 
+def test_a_part_counts_the_same_with_the_pieces_of_earlier_parts_kept(kernel_docs_sample, monkeypatch):
+    """A worker numbers pieces once for all its parts (counting.Numbered); each part's counts are
+    its own, and past Numbered.LIMIT pieces the worker starts afresh."""
+    first, second = ([d.encode() for d in kernel_docs_sample[a : a + 200_000].split("<|endoftext|>")] for a in (0, 200_000))
+    numbered = counting.Numbered()
+    counting.count_pieces(first, gpt2_piece_starts, numbered)
+    kept = numbered.size
+    counts = counting.count_pieces(second, gpt2_piece_starts, numbered)
+    assert counts.to_dict() == counting.count_pieces(second, gpt2_piece_starts).to_dict()
+    assert kept < numbered.size < kept + len(counts)  # some of the second part's pieces were known
+    monkeypatch.setattr(counting.Numbered, "LIMIT", 100)
+    counter = counting._setup(PATTERNS["gpt2"], ["<|endoftext|>"], "text", "strict", ())
+    before = counter.numbered
+    counting.count_pieces(first, gpt2_piece_starts, before)
+    assert counter.numbered is not before and counter.numbered.size == 0
+
+
 def test_a_custom_pattern_counts_through_the_regex(tmp_path):
     path = tmp_path / "corpus.txt"
     path.write_text("ab ab  cd\nab", encoding="utf-8")

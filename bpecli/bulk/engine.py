@@ -10,7 +10,7 @@ import numpy as np
 
 from ..arrays import spans
 from .merge import bpe_batch, bpe_packed
-from .packing import distinct_packed, document_batches, pack_pieces
+from .packing import document_batches, pack_pieces
 from .tables import PieceTable, Vocabulary
 
 # Documents go through in batches of about this many bytes: arrays that fit the caches are several
@@ -38,24 +38,14 @@ class Learned:
     def short_ids(self, vocab: Vocabulary, low, high, mixed):
         """(where the ids of each packed piece start in self.ids, how many it has); BPE for the
         distinct pieces the table lacks, which it keeps."""
-        table = self.table
-        slots = table.find(low, high, mixed)
-        missing = np.flatnonzero(slots < 0)
-        if len(missing):
-            first, _ = distinct_packed(low[missing], high[missing], mixed[missing])
-            if table.count + len(first) > self.LIMIT:  # start afresh: none of the pieces is kept then
-                table = self.table = PieceTable()
-                self.used = 0
-                missing = np.arange(len(low))
-                first, _ = distinct_packed(low, high, mixed)
-            new = missing[first]
+        if self.table.count > self.LIMIT:  # start afresh: memory stays bounded
+            self.table, self.used = PieceTable(), 0
+
+        def bpe(new):
             ids, counts = bpe_packed(vocab, low[new], high[new])
-            starts = self.keep(ids) + np.cumsum(counts) - counts
-            if table.insert(low[new], high[new], mixed[new], starts << COUNT_BITS | counts):
-                slots = table.find(low, high, mixed)  # it grew: every slot moved
-            else:
-                slots[missing] = table.find(low[missing], high[missing], mixed[missing])
-        value = table.value[slots]
+            return (self.keep(ids) + np.cumsum(counts) - counts) << COUNT_BITS | counts
+
+        value = self.table.values(low, high, mixed, bpe)
         return value >> COUNT_BITS, value & ((1 << COUNT_BITS) - 1)
 
     def keep(self, flat) -> int:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..arrays import spans
 from ..bpe import BYTE_TOKENS
-from .packing import PACKED_BYTES, pack_spans, piece_hash
+from .packing import PACKED_BYTES, distinct_packed, pack_spans, piece_hash
 
 NO_RANK = 1 << 62  # what a lookup gives for a pair that is no token
 # Lookups of more pairs than this go in blocks, so their temporaries stay small.
@@ -156,6 +156,20 @@ class PieceTable:
             go_on = ~hit & (found != 0)
             todo, slots = todo[go_on], (slots[go_on] + 1) & self.mask
         return out
+
+    def values(self, low, high, mixed, make):
+        """The value of every piece. The distinct pieces the table lacks are added first, their
+        values make(their indices in low), e.g. their ids found by BPE, or new numbers."""
+        slots = self.find(low, high, mixed)
+        missing = np.flatnonzero(slots < 0)
+        if len(missing):
+            first, _ = distinct_packed(low[missing], high[missing], mixed[missing])
+            new = missing[first]
+            if self.insert(low[new], high[new], mixed[new], make(new)):
+                slots = self.find(low, high, mixed)  # it grew: every slot moved
+            else:
+                slots[missing] = self.find(low[missing], high[missing], mixed[missing])
+        return self.value[slots]
 
     def insert(self, low, high, mixed, values) -> bool:
         """Add distinct pieces the table does not have, with their values. True if the table grew
