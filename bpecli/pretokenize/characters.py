@@ -19,42 +19,14 @@ LETTER, NUMBER, OTHER, WHITESPACE, SPACE, CRLF = 0, 1, 2, 3, 4, 5  # letter, num
 LAST_WHITESPACE = 0x3000
 
 
-def _class_of(code_point: int) -> int:
-    char = chr(code_point)
-    if char == " ":
-        return SPACE
-    if char in "\r\n":
-        return CRLF
-    if regex.match(r"\s", char):  # the regex module's \s agrees with tiktoken's on every code point
-        return WHITESPACE
-    if unicode_classes.has("L", code_point):
-        return LETTER
-    if unicode_classes.has("N", code_point):
-        return NUMBER
-    return OTHER
-
-
 UPPER, LOWER, BOTH, MARK = 1, 2, 3, 4  # letter cases as o200k's two letter classes see them
-
-
-def _case_of(code_point: int) -> int:
-    """Lu or Lt (upper); Ll (lower); Lm or Lo (in both of o200k's classes: CJK, for one); a
-    combining mark; else 0."""
-    has = unicode_classes.has
-    if has("Lu", code_point) or has("Lt", code_point):
-        return UPPER
-    if has("Ll", code_point):
-        return LOWER
-    if has("Lm", code_point) or has("Lo", code_point):
-        return BOTH
-    if has("M", code_point):
-        return MARK
-    return 0
 
 
 @cache
 def class_table():
-    """_class_of of every code point, as one lookup table (1.1 MB), filled from the class ranges."""
+    r"""The class of every code point, as one lookup table (1.1 MB) filled from the class ranges:
+    " ", then \r and \n, then whitespace as the regex module's \s has it (which agrees with
+    tiktoken's on every code point), then letters (L), numbers (N), and other for the rest."""
     table = np.full(0x110000, OTHER, dtype=np.uint8)
     for name, value in (("N", NUMBER), ("L", LETTER)):
         for first, last in unicode_classes.ranges(name):
@@ -67,7 +39,8 @@ def class_table():
 
 @cache
 def case_table():
-    """_case_of of every code point, as class_table is _class_of's."""
+    """The letter case of every code point, as class_table: Lu or Lt (upper); Ll (lower); Lm or Lo
+    (in both of o200k's classes: CJK, for one); a combining mark; else 0."""
     table = np.zeros(0x110000, dtype=np.uint8)
     for names, value in ((("M",), MARK), (("Lm", "Lo"), BOTH), (("Ll",), LOWER), (("Lu", "Lt"), UPPER)):
         for name in names:
@@ -81,21 +54,21 @@ CONTINUATION = 0xFF
 
 
 @cache
-def _byte_classes(of) -> bytes:
-    """of(c) for the 128 ASCII code points, then CONTINUATION for bytes 80-BF and zeros for the
+def _byte_classes(table) -> bytes:
+    """table() of the 128 ASCII code points, then CONTINUATION for bytes 80-BF and zeros for the
     first bytes of longer characters: a bytes.translate table that gives every byte its class in
     one pass in C (a numpy lookup first widens each byte to an index)."""
-    return bytes(map(of, range(128))) + bytes([CONTINUATION] * 64) + bytes(64)
+    return table()[:128].tobytes() + bytes([CONTINUATION] * 64) + bytes(64)
 
 
 def characters(data: bytes, doc_starts, cases: bool = False):
     """(where, chars, cls, edges, case) for UTF-8 data: the byte offset of each character (None
     when every byte is one), its first byte (the character itself if ASCII), its class, edges[i]:
     character i starts a document (edges[-1], one past the last character, is True), and with
-    cases its letter case (_case_of), else None."""
+    cases its letter case (case_table), else None."""
     raw = np.frombuffer(data, dtype=np.uint8)
-    cls = np.frombuffer(data.translate(_byte_classes(_class_of)), dtype=np.uint8)
-    case = np.frombuffer(data.translate(_byte_classes(_case_of)), dtype=np.uint8) if cases else None
+    cls = np.frombuffer(data.translate(_byte_classes(class_table)), dtype=np.uint8)
+    case = np.frombuffer(data.translate(_byte_classes(case_table)), dtype=np.uint8) if cases else None
     if raw.max() < 0x80:
         where, chars = None, raw
         cls, case = cls.copy(), None if case is None else case.copy()  # writable, as below

@@ -10,7 +10,6 @@ them off tiktoken again and compares; custom patterns keep the regex module's ow
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from functools import cache
 
 RANGES = {
@@ -249,17 +248,6 @@ def _merged(sorted_ranges) -> tuple[tuple[int, int], ...]:
         else:
             out.append([first, last])
     return tuple((first, last) for first, last in out)
-
-
-@cache
-def _starts(name: str) -> tuple[int, ...]:
-    return tuple(first for first, _ in ranges(name))
-
-
-def has(name: str, code_point: int) -> bool:
-    """Whether code_point is in class name. Example: has("L", 0x558) -> False"""
-    at = bisect_right(_starts(name), code_point) - 1
-    return at >= 0 and code_point <= ranges(name)[at][1]
 
 
 def regex_class(name: str) -> str:
