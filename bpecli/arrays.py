@@ -1,5 +1,5 @@
 """numpy helpers every stage uses: the positions of many spans, the distinct values of an array,
-the pairs BPE merges in a run of overlapping ones."""
+the pairs BPE merges in a run of overlapping ones, an array grown to hold more."""
 
 from __future__ import annotations
 
@@ -37,3 +37,15 @@ def without_overlaps(at, nxt):
     overlapped[1:] = nxt[at[:-1]] == at[1:]
     run_start = np.maximum.accumulate(np.where(overlapped, 0, np.arange(len(at))))
     return at[(np.arange(len(at)) - run_start) % 2 == 0]
+
+
+def with_room(array, size: int, fill: int = 0):
+    """array, or a copy with room for size items (at least twice as long), the new ones fill.
+
+    Example: [1, 2], 3 -> [1, 2, 0, 0]; [1, 2], 2 -> the same array
+    """
+    if size <= len(array):
+        return array
+    grown = np.full(max(size, 2 * len(array)), fill, dtype=array.dtype)
+    grown[: len(array)] = array
+    return grown

@@ -18,6 +18,7 @@ from .corpus import Part, read_documents
 from .executor import map_in_order
 from .normalize import normalizer
 from .bulk.packing import LENGTH_SHIFT, PACKED_ROW_BYTES, distinct_packed, document_batches, pack_pieces, piece_hash
+from .arrays import with_room
 from .bulk.tables import PieceTable
 from .pretokenize import compiled, special_splitter, uncovered_error, vectorised_splitter
 
@@ -153,8 +154,7 @@ class Numbered:
 
         def number(new):
             start, end = self.size, self.size + len(new)
-            if end > len(self.low):
-                self.low, self.high = np.resize(self.low, 2 * end), np.resize(self.high, 2 * end)
+            self.low, self.high = with_room(self.low, end), with_room(self.high, end)
             self.low[start:end], self.high[start:end] = low[new], high[new]
             self.size = end
             return np.arange(start, end)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrays import without_overlaps
+from .arrays import with_room, without_overlaps
 from .corpus import PART_BYTES, document_parts, input_bytes
 from .errors import BpecliError, InputError
 from .counting import PieceCounts, count_pretokens
@@ -247,7 +247,7 @@ class _Words:
         self.found_from[first_id + len(first)] = used + len(made)
 
     def _make_room(self, found: int, found_from: int) -> None:
-        self.found, self.found_from = _room(self.found, found), _room(self.found_from, found_from)
+        self.found, self.found_from = with_room(self.found, found), with_room(self.found_from, found_from)
         self.items.found, self.items.found_from = memoryview(self.found), memoryview(self.found_from)
 
 
@@ -257,15 +257,6 @@ class _Items:
     def __init__(self, **arrays):
         for name, array in arrays.items():
             setattr(self, name, memoryview(array))
-
-
-def _room(array, size: int, fill: int = 0):
-    """array, or a copy with room for size items (at least twice as long), the new ones fill."""
-    if size <= len(array):
-        return array
-    grown = np.full(max(size, 2 * len(array)), fill, dtype=array.dtype)
-    grown[: len(array)] = array
-    return grown
 
 
 class _Pairs:
@@ -333,9 +324,9 @@ class _Pairs:
 
     def _grow(self, size: int) -> None:
         capacity = -(-max(size, 2 * len(self.count)) // BLOCK) * BLOCK
-        self.left, self.right = _room(self.left, capacity), _room(self.right, capacity)
-        self.count = _room(self.count, capacity, fill=-1)
-        self.block_max = _room(self.block_max, capacity // BLOCK, fill=-1)
+        self.left, self.right = with_room(self.left, capacity), with_room(self.right, capacity)
+        self.count = with_room(self.count, capacity, fill=-1)
+        self.block_max = with_room(self.block_max, capacity // BLOCK, fill=-1)
         self.items = _Items(left=self.left, right=self.right, count=self.count, block_max=self.block_max)
 
     def best(self) -> int | None:

@@ -8,7 +8,7 @@ from itertools import chain
 
 import numpy as np
 
-from ..arrays import spans
+from ..arrays import spans, with_room
 from .merge import bpe_batch, bpe_packed
 from .packing import document_batches, pack_pieces
 from .tables import PieceTable, Vocabulary
@@ -56,10 +56,7 @@ class Learned:
 
     def scratch(self, flat) -> int:
         """Write ids after the kept ones; where they start. The next keep or scratch writes over them."""
-        if self.used + len(flat) > len(self.ids):
-            grown = np.empty(2 * (self.used + len(flat)), dtype=np.int64)
-            grown[: self.used] = self.ids[: self.used]
-            self.ids = grown
+        self.ids = with_room(self.ids, self.used + len(flat))
         self.ids[self.used : self.used + len(flat)] = flat
         return self.used
 
