@@ -62,54 +62,72 @@ def _byte_classes(table) -> bytes:
 
 
 def characters(data: bytes, doc_starts, cases: bool = False):
-    """(where, chars, cls, edges, case) for UTF-8 data: the byte offset of each character (None
-    when every byte is one), its first byte (the character itself if ASCII), its class, edges[i]:
-    character i starts a document (edges[-1], one past the last character, is True), and with
-    cases its letter case (case_table), else None."""
+    """(leading, chars, cls, edges, case) for UTF-8 data: which bytes start a character (None
+    when every byte is one), each character's first byte (the character itself if ASCII), its
+    class, edges[i]: character i starts a document (edges[-1], one past the last character, is
+    True), and with cases its letter case (case_table), else None. Bytes are classed first and
+    the characters taken out with the flags: no array of positions as long as the text."""
     raw = np.frombuffer(data, dtype=np.uint8)
     cls = np.frombuffer(data.translate(_byte_classes(class_table)), dtype=np.uint8)
     case = np.frombuffer(data.translate(_byte_classes(case_table)), dtype=np.uint8) if cases else None
+    inside = np.zeros(0, dtype=np.int64) if doc_starts is None else np.asarray(doc_starts, dtype=np.int64)
+    inside = inside[(inside > 0) & (inside < len(raw))]
     if raw.max() < 0x80:
-        where, chars = None, raw
+        leading, chars, m = None, raw, len(raw)
         cls, case = cls.copy(), None if case is None else case.copy()  # writable, as below
-    else:  # characters start at bytes that are not 10xxxxxx; decode the multi-byte ones
-        where = np.flatnonzero(cls != CONTINUATION)
-        chars, cls = raw[where], cls[where]  # cls is right for ASCII; the others' are set below
-        multi_at = np.flatnonzero(chars >= 0x80)
-        multi = where[multi_at]
+    else:
+        # the first bytes of multi-byte characters (few) get their character's class, then the
+        # characters are the bytes that are not 10xxxxxx
+        multi = np.flatnonzero(raw >= 0xC0)
         last = len(raw) - 1  # bytes past the end are read as the last one: no character uses them
         b0, b1, b2, b3 = (raw[np.minimum(multi + k, last)].astype(np.uint32) for k in range(4))
         cp = np.where(
             b0 >= 0xF0, ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F),
             np.where(b0 >= 0xE0, ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), ((b0 & 0x1F) << 6) | (b1 & 0x3F)),
         )
-        cls[multi_at] = class_table()[cp]
+        leading = cls != CONTINUATION
+        cls = cls.copy()
+        cls[multi] = class_table()[cp]
         if case is not None:
-            case = case[where]
-            case[multi_at] = case_table()[cp]
-    m = len(cls)
+            case = case.copy()
+            case[multi] = case_table()[cp]
+            case = case[leading]
+        chars, cls = raw[leading], cls[leading]
+        m = len(chars)
+        # a document's first character: its byte offset less the continuation bytes before it
+        continuations = np.concatenate(([0], np.cumsum(1 + (b0 >= 0xE0) + (b0 >= 0xF0), dtype=np.int64)))
+        inside = inside - continuations[np.searchsorted(multi, inside)]
     edges = np.zeros(m + 1, dtype=bool)
     edges[0] = edges[m] = True
-    if doc_starts is not None and len(doc_starts):
-        inside = np.asarray(doc_starts)
-        inside = inside[(inside > 0) & (inside < len(raw))]
-        edges[inside if where is None else np.searchsorted(where, inside)] = True
-    return where, chars, cls, edges, case
+    edges[inside] = True
+    return leading, chars, cls, edges, case
 
 
-def _is_long_s(data: bytes, where, at):
+def char_offsets(leading, at):
+    """The byte offset of each character number in at (see characters: leading)."""
+    return at if leading is None else np.flatnonzero(leading)[at]
+
+
+def _is_long_s(data: bytes, leading, chars, at):
     """Whether character number `at` is ſ (U+017F, bytes C5 BF), which (?i) matches as s."""
-    if where is None:
-        return np.zeros(len(at), dtype=bool)
+    first = (at < len(chars)) & (chars[np.minimum(at, len(chars) - 1)] == 0xC5)
+    if not first.any():
+        return first
     raw = np.frombuffer(data, dtype=np.uint8)
-    return (raw[where[at]] == 0xC5) & (raw[np.minimum(where[at] + 1, len(raw) - 1)] == 0xBF)
+    offsets = char_offsets(leading, at[first])
+    first[first] = raw[np.minimum(offsets + 1, len(raw) - 1)] == 0xBF
+    return first
 
 
-def byte_offsets(starts, where, n: int):
+def byte_offsets(starts, leading, n: int):
     """The byte offset of each character where starts is True, then n."""
+    if leading is not None:  # the starts, spread back over the bytes
+        spread = np.zeros(n, dtype=bool)
+        spread[leading] = starts
+        starts = spread
     index = np.flatnonzero(starts)
     offsets = np.empty(len(index) + 1, dtype=np.int64)
-    offsets[:-1] = index if where is None else where[index]
+    offsets[:-1] = index
     offsets[-1] = n
     return offsets
 
@@ -155,12 +173,12 @@ def class_runs(cls, edges):
     return kind, starts, firsts, ends, run_kind, follows
 
 
-def contraction_letters(data: bytes, where, chars, at, letters_end):
+def contraction_letters(data: bytes, leading, chars, at, letters_end):
     """How many letters after the apostrophe at each position `at` make a contraction with it:
     1 for s, d, m, t; 2 for ll, ve, re (any case, ſ as s); else 0. letters_end: where the
     letters after each apostrophe end."""
     nxt = np.concatenate([chars, np.zeros(2, dtype=chars.dtype)]) | 0x20  # ASCII lower case
     c1, c2 = nxt[at + 1], nxt[at + 2]
-    one = np.isin(c1, np.frombuffer(b"sdmt", dtype=np.uint8)) | _is_long_s(data, where, at + 1)
+    one = np.isin(c1, np.frombuffer(b"sdmt", dtype=np.uint8)) | _is_long_s(data, leading, chars, at + 1)
     two = ~one & (at + 2 < letters_end) & (((c1 == 0x6C) & (c2 == 0x6C)) | (((c1 == 0x76) | (c1 == 0x72)) & (c2 == 0x65)))
     return np.where(one, 1, np.where(two, 2, 0))

@@ -25,7 +25,7 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
     """
     if not data:
         return np.zeros(1, dtype=np.int64)
-    where, chars, cls, edges, _ = characters(data, doc_starts)
+    leading, chars, cls, edges, _ = characters(data, doc_starts)
     kind, starts, firsts, ends, run_kind, follows = class_runs(cls, edges)
 
     # whitespace runs [a, k); most are one space or tab before a word, done first
@@ -56,6 +56,6 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
     a = a[chars[a] == 0x27]
     if len(a):
         letters_end = ends[np.searchsorted(firsts, a + 1)]
-        after = a + 1 + contraction_letters(data, where, chars, a, letters_end)
+        after = a + 1 + contraction_letters(data, leading, chars, a, letters_end)
         starts[after[(after > a + 1) & (after < letters_end)]] = True
-    return byte_offsets(starts, where, len(data))
+    return byte_offsets(starts, leading, len(data))

@@ -20,7 +20,7 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
     """
     if not data:
         return np.zeros(1, dtype=np.int64)
-    where, chars, cls, seg, _ = characters(data, doc_starts)
+    leading, chars, cls, seg, _ = characters(data, doc_starts)
     m = len(cls)
     kind = np.minimum(cls, WHITESPACE)  # " ", \r and \n are whitespace, save for the rules that name them
     is_w = kind == WHITESPACE
@@ -44,4 +44,4 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
             starts[at + 1] = False
             after = at + length
             starts[after[after < m]] = True
-    return byte_offsets(starts, where, len(data))
+    return byte_offsets(starts, leading, len(data))

@@ -6,8 +6,8 @@ import numpy as np
 
 from ..arrays import spans
 from .characters import (
-    BOTH, CRLF, LETTER, LOWER, MARK, OTHER, UPPER, WHITESPACE, byte_offsets, characters, class_runs, contraction_letters,
-    split_whitespace,
+    BOTH, CRLF, LETTER, LOWER, MARK, OTHER, UPPER, WHITESPACE, byte_offsets, char_offsets, characters, class_runs,
+    contraction_letters, split_whitespace,
 )
 from .patterns import PATTERNS, compiled
 
@@ -26,7 +26,7 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
     """
     if not data:
         return np.zeros(1, dtype=np.int64)
-    where, chars, cls, edges, case = characters(data, doc_starts, cases=True)
+    leading, chars, cls, edges, case = characters(data, doc_starts, cases=True)
     m = len(cls)
     kind, starts, firsts, ends, run_kind, follows = class_runs(cls, edges)
 
@@ -65,7 +65,7 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
     after_word = (runs > 0) & (a == firsts[runs]) & ~edges[a] & (run_kind[runs - 1] == LETTER) & (chars[a] == 0x27)
     length = np.zeros(len(a), dtype=np.int64)
     if after_word.any():
-        length = np.where(after_word, contraction_letters(data, where, chars, a, ends[runs + 1]), 0)
+        length = np.where(after_word, contraction_letters(data, leading, chars, a, ends[runs + 1]), 0)
         # a contraction's letters are no word: an apostrophe right after them starts a piece
         # ("x's's" is "x's", "'s"); such chains are rare, so they are settled one by one
         word_before = np.ones(len(a), dtype=bool)
@@ -101,12 +101,12 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
         findall = compiled(PATTERNS["o200k"]).findall
         for d in np.unique(np.searchsorted(line_firsts, hard, "right") - 1).tolist():
             c0, c1 = int(line_firsts[d]), int(line_ends[d])
-            b0 = c0 if where is None else int(where[c0])
-            b1 = len(data) if c1 == m else (c1 if where is None else int(where[c1]))
+            b0 = int(char_offsets(leading, c0))
+            b1 = len(data) if c1 == m else int(char_offsets(leading, c1))
             sizes = [len(piece) for piece in findall(data[b0:b1].decode("utf-8"))]
             starts[c0:c1] = False
             starts[c0 + np.cumsum([0] + sizes[:-1], dtype=np.int64)] = True
-    return byte_offsets(starts, where, len(data))
+    return byte_offsets(starts, leading, len(data))
 
 
 def _split_words(starts, case, effective, firsts, ends, run_kind) -> None:
