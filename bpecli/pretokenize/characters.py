@@ -161,13 +161,17 @@ def class_runs(cls, edges):
     starts also cut numbers into threes, as both cl100k and o200k do."""
     m = len(cls)
     kind = np.minimum(cls, WHITESPACE)
-    starts = edges[:m].copy()
-    starts[1:] |= kind[1:] != kind[:-1]
-    firsts = np.flatnonzero(starts)
-    ends = np.append(firsts[1:], m)
+    bounds = edges.copy()  # every run's start, then m
+    bounds[1:m] |= kind[1:] != kind[:-1]
+    starts = bounds[:m]
+    firsts_and_m = np.flatnonzero(bounds)
+    firsts, ends = firsts_and_m[:-1], firsts_and_m[1:]
     run_kind = kind[firsts]
-    follows = np.where(edges[ends], np.int8(-1), np.append(run_kind[1:], 0).astype(np.int8))
-    long_numbers = np.flatnonzero((run_kind == NUMBER) & (ends - firsts > 3))
+    follows = np.empty(len(firsts), dtype=np.int8)
+    follows[:-1] = run_kind[1:]
+    follows[np.searchsorted(firsts_and_m, np.flatnonzero(edges[1:]) + 1) - 1] = -1  # runs that end a document
+    long_numbers = np.flatnonzero(run_kind == NUMBER)
+    long_numbers = long_numbers[ends[long_numbers] - firsts[long_numbers] > 3]
     more = (ends[long_numbers] - firsts[long_numbers] - 1) // 3  # starts after the run's first
     starts[np.repeat(firsts[long_numbers], more) + 3 * (spans(np.zeros_like(more), more) + 1)] = True
     return kind, starts, firsts, ends, run_kind, follows
