@@ -186,11 +186,11 @@ class PieceTable:
     def _place(self, low, high, mixed, values) -> None:
         todo = np.arange(len(low))
         slots = (mixed >> self.shift).astype(np.intp)
-        while len(todo):  # each round, every free slot takes the first piece that wants it
-            free = self.high[slots] == 0
-            claimed, first = np.unique(slots[free], return_index=True)
-            chosen = np.flatnonzero(free)[first]
-            piece = todo[chosen]
+        while len(todo):  # each round, every free slot takes one of the pieces that want it
+            wanting = np.flatnonzero(self.high[slots] == 0)
+            self.value[slots[wanting]] = wanting  # of several writes to one free slot, one stays
+            chosen = wanting[self.value[slots[wanting]] == wanting]
+            claimed, piece = slots[chosen], todo[chosen]
             self.low[claimed], self.high[claimed], self.value[claimed] = low[piece], high[piece], values[piece]
             rest = np.ones(len(todo), dtype=bool)
             rest[chosen] = False
