@@ -12,6 +12,7 @@ from bpecli import Tokenizer
 from bpecli.bpe import merge_parts
 from bpecli.bulk.merge import bpe_batch, bpe_long
 from bpecli.bulk.packing import group
+from bpecli.bulk.tables import NO_RANK
 from bpecli.bulk.engine import Learned
 
 
@@ -59,6 +60,8 @@ def test_the_pair_table_holds_every_cut_of_every_token(gpt2):
     keys = np.fromiter(expected, dtype=np.int64)
     assert table.lookup(keys).tolist() == list(expected.values())
     assert table.table.count == len(expected)
+    others = np.setdiff1d(np.arange(0, table.base * table.base, 7919), keys)  # pairs that join to no token
+    assert len(others) > 100_000 and (table.lookup(others) == NO_RANK).all()
 
 
 def test_clear_cache_makes_the_next_encode_cold(gpt2):

@@ -101,19 +101,24 @@ class Vocabulary:
 
 
 class PairTable:
-    """Pair keys (left * base + right) -> the rank of the joined token, kept in a PieceTable
-    (the key as a piece's low word, a high word of 1) so that numpy looks up many at once."""
+    """Pair keys (left * base + right) -> the rank of the joined token, kept in a PieceTable of
+    one-word pieces (see PieceTable.find) so that numpy looks up many at once: the key plus one
+    as a piece's low word (0 stays "empty"), hashed by one multiplication (the keys are no
+    adversary's: they are the vocabulary's own pairs and the pairs BPE meets)."""
+
+    MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd, its bits well spread: 2**64 over the golden ratio
 
     def __init__(self, keys, values, base: int):
         self.base = base
-        self.table = PieceTable.of(keys.astype(np.uint64), np.ones(len(keys), dtype=np.uint64), values)
+        low = keys.astype(np.uint64) + np.uint64(1)
+        self.table = PieceTable.of(low, np.ones(len(keys), dtype=np.uint64), values, low * self.MULTIPLIER)
 
     def lookup(self, wanted):
         """The value of each key in wanted; NO_RANK for a key that is not in the table."""
         if len(wanted) > LOOKUP_BLOCK:
             return np.concatenate([self.lookup(wanted[at : at + LOOKUP_BLOCK]) for at in range(0, len(wanted), LOOKUP_BLOCK)])
-        low, high = wanted.astype(np.uint64), np.ones(len(wanted), dtype=np.uint64)
-        slots = self.table.find(low, high, piece_hash(low, high))
+        low = wanted.astype(np.uint64) + np.uint64(1)
+        slots = self.table.find(low, None, low * self.MULTIPLIER)
         return np.where(slots >= 0, self.table.value[slots], NO_RANK)
 
 
@@ -134,24 +139,28 @@ class PieceTable:
         self.count = 0
 
     @classmethod
-    def of(cls, low, high, values) -> PieceTable:
-        """A table of distinct pieces whose values are values."""
+    def of(cls, low, high, values, mixed=None) -> PieceTable:
+        """A table of distinct pieces whose values are values (mixed: their hashes, if not piece_hash)."""
         table = cls(max(16, (4 * len(low)).bit_length()))
-        table._place(low, high, piece_hash(low, high), values)
+        table._place(low, high, piece_hash(low, high) if mixed is None else mixed, values)
         return table
 
     def find(self, low, high, mixed):
         """The slot of each piece, or -1 where the table does not have it. Most pieces are found
-        (or found missing) in their first slot: that round is over all of them, the others over few."""
+        (or found missing) in their first slot: that round is over all of them, the others over few.
+        high None: one-word pieces, in a table whose pieces all have the same high word and a
+        low word other than 0 (PairTable's): only the low words are read and compared."""
+        one_word = high is None
+        words = self.low if one_word else self.high  # the word that is 0 in an empty slot only
         slots = (mixed >> self.shift).astype(np.intp)
-        found = self.high[slots]
-        hit = (found == high) & (self.low[slots] == low)
+        found = words[slots]
+        hit = (found == low) if one_word else (found == high) & (self.low[slots] == low)
         out = np.where(hit, slots, -1)
         todo = np.flatnonzero(~hit & (found != 0))
         slots = (slots[todo] + 1) & self.mask
         while len(todo):
-            found = self.high[slots]
-            hit = (found == high[todo]) & (self.low[slots] == low[todo])
+            found = words[slots]
+            hit = (found == low[todo]) if one_word else (found == high[todo]) & (self.low[slots] == low[todo])
             out[todo[hit]] = slots[hit]
             go_on = ~hit & (found != 0)
             todo, slots = todo[go_on], (slots[go_on] + 1) & self.mask
