@@ -111,7 +111,7 @@ class _Words:
     def __init__(self, symbols, nxt, prv, weight):
         self.symbols, self.nxt, self.prv, self.weight = symbols, nxt, prv, weight
         self.pair_at = np.zeros(len(symbols), dtype=np.int32)
-        self.found = np.zeros(len(symbols), dtype=np.int32)
+        self.found = np.zeros(3 * len(symbols), dtype=np.int32)  # room for all (pages never written cost nothing)
         self.found_from = np.zeros(BLOCK, dtype=np.int64)
         # the same memory read one item at a time, as Python ints (a third of numpy's cost per item)
         self.items = _Items(symbols=symbols, nxt=nxt, prv=prv, weight=weight, pair_at=self.pair_at,
@@ -132,10 +132,22 @@ class _Words:
         return cls(symbols, nxt, prv, weight)
 
     def number_byte_pairs(self, pairs: _Pairs) -> None:
-        """Give every pair of bytes in the words an id and its count."""
+        """Give every pair of bytes in the words an id and its count. Their keys take 16 bits: the
+        pairs are counted and numbered over all 65,536 keys at once (the positions in order, no
+        gathers at random), and only the positions kept for each pair are sorted, by radix."""
         made = np.flatnonzero(self.nxt[:-1] >= 0).astype(np.int32)
+        if not len(made):
+            return
         keys = (self.symbols[made] << 8 | self.symbols[made + 1]).astype(np.uint16)  # next byte: at + 1
-        self._number(pairs, made, keys, lambda key: (key >> 8, key & 255))
+        sizes = np.bincount(keys, minlength=1 << 16)
+        present = np.flatnonzero(sizes)
+        # float64 sums: exact up to 2**53 occurrences of one pair
+        counts = np.bincount(keys, weights=self.weight[made], minlength=1 << 16)[present].astype(np.int64)
+        first_id = pairs.add(present >> 8, present & 255, counts)
+        ids = np.zeros(1 << 16, dtype=np.int32)
+        ids[present] = np.arange(first_id, first_id + len(present))
+        self.pair_at[made] = ids[keys]
+        self._keep(first_id, made[np.argsort(keys, kind="stable")], np.cumsum(sizes[present]) - sizes[present])
 
     def merge(self, best: int, pairs: _Pairs) -> None:
         """Merge pair best everywhere into a new token: the pairs beside each occurrence lose its
