@@ -154,7 +154,7 @@ class _Words:
         count, the pairs the new token makes are numbered and counted."""
         new = pairs.new_token(best)
         start, end = self.items.found_from[best], self.items.found_from[best + 1]
-        if end - start == 1:
+        if end - start == 1 <= FEW:
             return self._merge_one(best, self.items.found[start], pairs, new)
         if end - start <= FEW:
             return self._merge_few(best, self.items.found[start:end].tolist(), pairs, new)
