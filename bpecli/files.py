@@ -12,7 +12,8 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache, cached_property
-from itertools import accumulate, repeat
+from itertools import accumulate, islice, repeat
+from operator import lt
 from pathlib import Path
 
 from .errors import BpecliError, OutputError, TokenizerFileError
@@ -533,8 +534,9 @@ def _load_gpt2(path: Path, vocab: dict, pattern: str | None, specials: dict | No
     if list(map(str.count, merges, repeat(" "))).count(1) != len(merges):  # each line: exactly one space
         number, line = next((n, line) for n, line in enumerate(lines, 1) if line and not line.startswith("#version") and line.count(" ") != 1)
         raise TokenizerFileError(f"{merges_path}:{number}: error parsing line {line[:60]!r} (expected 'left right')")
-    made = set(map(str.replace, merges, repeat(" "), repeat(""), repeat(1)))
-    ranks, found_specials = _split_vocab(path, vocab, made)
+    made = list(map(str.replace, merges, repeat(" "), repeat(""), repeat(1)))
+    _check_merge_order(merges_path, merges, made, vocab)
+    ranks, found_specials = _split_vocab(path, vocab, set(made))
     pattern = _pattern(pattern, "gpt2", "the default for vocab.json")
     return _checked(path, ranks, specials if specials is not None else found_specials, pattern, [path, merges_path])
 
@@ -560,10 +562,11 @@ def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials
                 isinstance(merge, list) and len(merge) == 2 and all(isinstance(part, str) for part in merge)):
             raise TokenizerFileError(f"{path}: merge {number} ({str(merge)[:60]!r}) is not a pair of tokens "
                                      "(expected \"left right\" or [\"left\", \"right\"])")
-    made = {m.replace(" ", "", 1) if isinstance(m, str) else "".join(m) for m in merges}
+    made = [m.replace(" ", "", 1) if isinstance(m, str) else "".join(m) for m in merges]
+    _check_merge_order(path, merges, made, vocab)
     # entries no merge makes and no added token names (GPT-2's <|endoftext|> in a plain
     # ByteLevelBPETokenizer) become special tokens, as they do from vocab.json
-    ranks, extra = _split_vocab(path, vocab, made)
+    ranks, extra = _split_vocab(path, vocab, set(made))
     found = _hugging_face_pattern(path, document.get("pre_tokenizer"))
     return _checked(path, ranks, specials if specials is not None else {**extra, **added}, _pattern(pattern, found, f"from {path}"),
                     [path], normalize=steps)
@@ -629,6 +632,28 @@ def _pattern(given: str | None, found: str, source: str) -> str:
     if not isinstance(found, str):
         raise TokenizerFileError(f"the pattern {found!r} ({source}) is not text")
     return resolve_pattern(found, source=source)
+
+
+def _check_merge_order(path: Path, merges: list, made: list[str], vocab: dict) -> None:
+    """bpecli merges the pair whose token has the lowest id first, as tiktoken does; Hugging Face
+    merges in the order the merges are listed. The two agree only if the tokens the merges make
+    have ids that rise with the list: if not, the ids would differ, so the file is refused."""
+    ids = [rank for rank in map(vocab.get, made) if rank is not None]  # made tokens it lacks: see _split_vocab
+    try:
+        if all(map(lt, ids, islice(ids, 1, None))):
+            return
+    except TypeError:  # an id that is no number: _split_vocab names it
+        pass
+    last, before = -1, (0, "")
+    for number, (merge, token) in enumerate(zip(merges, made), 1):
+        if not isinstance(rank := vocab.get(token), int):
+            continue
+        if rank <= last:
+            raise TokenizerFileError(
+                f"{path}: merge {number} ({str(merge)[:60]!r}) makes id {rank}, but merge {before[0]} before it "
+                f"({str(before[1])[:60]!r}) makes id {last}; bpecli merges in the order of ids, as tiktoken does, so "
+                "its ids would differ from Hugging Face's. Number the merged tokens in the order of the merges")
+        last, before = rank, (number, merge)
 
 
 def _split_vocab(path: Path, vocab: dict, made: set[str]) -> tuple[dict[bytes, int], dict[str, int]]:

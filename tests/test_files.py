@@ -185,6 +185,26 @@ def test_a_merges_line_without_exactly_one_space_is_named(tmp_path, gpt2_vocab, 
         Tokenizer.load(tmp_path / "vocab.json")
 
 
+def test_merges_listed_out_of_the_order_of_their_ids_are_refused(tmp_path, gpt2_vocab, fixtures):
+    """Hugging Face merges in the order merges.txt lists them, bpecli (as tiktoken) in the order of
+    the ids they make: GPT-2's files with two merges swapped give Hugging Face other ids, so
+    neither vocab.json + merges.txt nor the tokenizer.json made of them loads."""
+    tokenizers = pytest.importorskip("tokenizers")
+    lines = (fixtures / "gpt2_merges.txt").read_text(encoding="utf-8").splitlines()
+    first, second = lines.index("h e"), lines.index("e r")  # "he" (id 258), later "er" (id 263)
+    lines[first], lines[second] = lines[second], lines[first]
+    (tmp_path / "vocab.json").write_bytes(gpt2_vocab.read_bytes())
+    (tmp_path / "merges.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    theirs = tokenizers.ByteLevelBPETokenizer(str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt"))
+    original = tokenizers.ByteLevelBPETokenizer(str(gpt2_vocab), str(fixtures / "gpt2_merges.txt"))
+    assert theirs.encode(" there").ids != original.encode(" there").ids == [612]  # the order matters to Hugging Face
+    with pytest.raises(BpecliError, match=r"merges.txt: merge 4 \('i n'\) makes id 259, but merge 3 before it \('e r'\) makes id 263"):
+        Tokenizer.load(tmp_path / "vocab.json")
+    theirs.save(str(tmp_path / "tokenizer.json"))
+    with pytest.raises(BpecliError, match=r"tokenizer.json: merge \d+ .* in the order of ids, as tiktoken does"):
+        Tokenizer.load(tmp_path / "tokenizer.json")
+
+
 def test_a_pattern_stored_in_a_file_is_named_as_from_that_file(trained, tmp_path):
     for name in TOKENIZER_FILES:
         (tmp_path / name).write_bytes((trained[1] / name).read_bytes())
