@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache, cached_property
 from itertools import accumulate, islice, repeat
-from operator import lt
+from operator import le
 from pathlib import Path
 
 from .errors import BpecliError, OutputError, TokenizerFileError
@@ -637,10 +637,11 @@ def _pattern(given: str | None, found: str, source: str) -> str:
 def _check_merge_order(path: Path, merges: list, made: list[str], vocab: dict) -> None:
     """bpecli merges the pair whose token has the lowest id first, as tiktoken does; Hugging Face
     merges in the order the merges are listed. The two agree only if the tokens the merges make
-    have ids that rise with the list: if not, the ids would differ, so the file is refused."""
+    have ids that never fall along the list (several merges may make one token, one after
+    another, as transformers' tiktoken converter writes them): if not, the file is refused."""
     ids = [rank for rank in map(vocab.get, made) if rank is not None]  # made tokens it lacks: see _split_vocab
     try:
-        if all(map(lt, ids, islice(ids, 1, None))):
+        if all(map(le, ids, islice(ids, 1, None))):
             return
     except TypeError:  # an id that is no number: _split_vocab names it
         pass
@@ -648,7 +649,7 @@ def _check_merge_order(path: Path, merges: list, made: list[str], vocab: dict) -
     for number, (merge, token) in enumerate(zip(merges, made), 1):
         if not isinstance(rank := vocab.get(token), int):
             continue
-        if rank <= last:
+        if rank < last:
             raise TokenizerFileError(
                 f"{path}: merge {number} ({str(merge)[:60]!r}) makes id {rank}, but merge {before[0]} before it "
                 f"({str(before[1])[:60]!r}) makes id {last}; bpecli merges in the order of ids, as tiktoken does, so "

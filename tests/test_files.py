@@ -205,6 +205,20 @@ def test_merges_listed_out_of_the_order_of_their_ids_are_refused(tmp_path, gpt2_
         Tokenizer.load(tmp_path / "tokenizer.json")
 
 
+def test_several_merges_making_one_token_load_as_transformers_tiktoken_converter_writes_them(tmp_path, gpt2_vocab, fixtures):
+    """transformers writes every split of a token into two tokens, one after another: still the order of ids."""
+    tokenizers = pytest.importorskip("tokenizers")
+    lines = (fixtures / "gpt2_merges.txt").read_text(encoding="utf-8").splitlines()
+    lines.insert(lines.index("Ġt he") + 1, "Ġth e")  # " the" (id 262) once more
+    (tmp_path / "vocab.json").write_bytes(gpt2_vocab.read_bytes())
+    (tmp_path / "merges.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    theirs = tokenizers.ByteLevelBPETokenizer(str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt"))
+    ours = Tokenizer.load(tmp_path / "vocab.json")
+    for text in texts(fixtures):
+        text = text.replace("<|endoftext|>", "\n")
+        assert ours.encode(text, allowed_special="all") == theirs.encode(text).ids
+
+
 def test_a_pattern_stored_in_a_file_is_named_as_from_that_file(trained, tmp_path):
     for name in TOKENIZER_FILES:
         (tmp_path / name).write_bytes((trained[1] / name).read_bytes())
