@@ -138,8 +138,6 @@ class _RemoteBytes:
             start += self.WINDOW - self.MARGIN
         return -1
 
-    find = search
-
 
 def open_mmap(path: str | Path) -> mmap.mmap | bytes:
     """Map a file read-only; an empty file gives b"" (mmap refuses length 0), and a stream (see
@@ -254,20 +252,24 @@ def chunk_boundaries(data: mmap.mmap | bytes | _RemoteBytes, n_chunks: int, spli
     if n_chunks <= 1 or not split_tokens or size == 0:
         return [0, size]
     step = size // n_chunks
+    # one search for any of the tokens: one that never occurs is not looked for through all the
+    # data at every cut (a whole remote object read once per such token)
+    tokens = re.compile(b"|".join(map(re.escape, sorted(split_tokens, key=len, reverse=True))))
     bounds = [0]
-    # where each token occurs next; a token is looked for again only once a cut has passed it, and
-    # dropped when it occurs no more, so the data is read about once per token (not once per cut)
-    next_at = dict.fromkeys(split_tokens, -1)
     for i in range(1, n_chunks):
-        guess = max(i * step, bounds[-1] + 1)
-        for token, at in list(next_at.items()):
-            if at < guess and (at := data.find(token, guess)) == -1:
-                del next_at[token]
-            else:
-                next_at[token] = at
-        bounds.append(min(next_at.values(), default=size))
-    bounds.append(size)
-    return sorted(set(bounds))
+        at = _search(data, tokens, max(i * step, bounds[-1] + 1))
+        if at < 0:
+            break
+        bounds.append(at)
+    return sorted(set(bounds + [size]))
+
+
+def _search(data, pattern: re.Pattern, start: int) -> int:
+    """Where pattern first matches data at or after start; -1 if nowhere."""
+    if isinstance(data, _RemoteBytes):
+        return data.search(pattern, start)
+    match = pattern.search(data, start)
+    return match.start() if match else -1
 
 
 # The hint for invalid UTF-8, for the commands that have --errors.
@@ -435,12 +437,7 @@ def _regex_boundaries(data, n_parts: int, cut: re.Pattern) -> list[int]:
     """Offsets that cut data into about n_parts pieces, each where cut matches."""
     size, bounds = len(data), [0]
     for i in range(1, n_parts):
-        start = max(i * size // n_parts, bounds[-1] + 1)
-        if isinstance(data, _RemoteBytes):
-            found = data.search(cut, start)
-        else:
-            match = cut.search(data, start)
-            found = match.start() if match else -1
+        found = _search(data, cut, max(i * size // n_parts, bounds[-1] + 1))
         if found < 0:
             break
         bounds.append(found)

@@ -244,8 +244,8 @@ def test_a_pattern_without_the_vectorised_path_shards_the_same_ids(cl100k_file, 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from([b"a", b"bc", b"<s>", b"<t>", b"\n"]), max_size=60).map(b"".join), st.integers(1, 12))
 def test_cuts_are_at_the_first_special_token_after_each_guess(data, n_chunks):
-    """chunk_boundaries looks for each token again only when a cut has passed it; the cuts are
-    those of looking for every token from every guess."""
+    """chunk_boundaries looks for all the tokens at once (one search, whichever comes first); the
+    cuts are those of looking for every token from every guess."""
     tokens = [b"<s>", b"<t>", b"<never>"]
     step, expected = len(data) // n_chunks, [0]
     for i in range(1, n_chunks):
