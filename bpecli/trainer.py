@@ -111,7 +111,8 @@ class _Words:
     def __init__(self, symbols, nxt, prv, weight):
         self.symbols, self.nxt, self.prv, self.weight = symbols, nxt, prv, weight
         self.pair_at = np.zeros(len(symbols), dtype=np.int32)
-        self.found = np.zeros(3 * len(symbols), dtype=np.int32)  # room for all (pages never written cost nothing)
+        # room for every position at once: a large zeroed array's pages take memory only once written
+        self.found = np.zeros(3 * len(symbols), dtype=np.int32)
         self.found_from = np.zeros(BLOCK, dtype=np.int64)
         # the same memory read one item at a time, as Python ints (a third of numpy's cost per item)
         self.items = _Items(symbols=symbols, nxt=nxt, prv=prv, weight=weight, pair_at=self.pair_at,
