@@ -639,7 +639,7 @@ def _check_merge_order(path: Path, merges: list, made: list[str], vocab: dict) -
     merges in the order the merges are listed. The two agree only if the tokens the merges make
     have ids that never fall along the list (several merges may make one token, one after
     another, as transformers' tiktoken converter writes them): if not, the file is refused."""
-    ids = list(map(vocab.get, made))
+    ids: list = list(map(vocab.get, made))
     if None in ids:  # made tokens the vocabulary lacks (see _split_vocab): rare
         ids = [rank for rank in ids if rank is not None]
     try:
