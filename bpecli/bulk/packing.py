@@ -37,9 +37,10 @@ def pack_spans(data: bytes, starts, sizes):
     0-7 little-endian in low, bytes 8-14 in high with the size in its top byte."""
     words = np.ndarray((len(data) + 9,), dtype="<u8", buffer=data + bytes(16), strides=(1,))
     masks = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
-    low_size = np.minimum(sizes, 8)
-    low = words[starts] & masks[low_size]
-    high = (words[starts + 8] & masks[sizes - low_size]) | (sizes.astype(np.uint64) << np.uint64(LENGTH_SHIFT))
+    low = words[starts] & masks[np.minimum(sizes, 8)]
+    high = sizes.astype(np.uint64) << np.uint64(LENGTH_SHIFT)
+    beyond = np.flatnonzero(sizes > 8)  # most pieces are shorter: their high word is the length alone
+    high[beyond] |= words[starts[beyond] + 8] & masks[sizes[beyond] - 8]
     return low, high
 
 
