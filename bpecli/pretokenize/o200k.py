@@ -98,11 +98,11 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
         fresh[1:] |= (cls[:-1] == CRLF) & (kind[1:] != WHITESPACE) & (chars[1:] != 0x2F)
         line_firsts = np.flatnonzero(fresh)
         line_ends = np.append(line_firsts[1:], m)
+        line_bytes = np.append(char_offsets(leading, line_firsts), len(data))  # where each line starts, then the end
         findall = compiled(PATTERNS["o200k"]).findall
         for d in np.unique(np.searchsorted(line_firsts, hard, "right") - 1).tolist():
             c0, c1 = int(line_firsts[d]), int(line_ends[d])
-            b0 = int(char_offsets(leading, c0))
-            b1 = len(data) if c1 == m else int(char_offsets(leading, c1))
+            b0, b1 = int(line_bytes[d]), int(line_bytes[d + 1])
             sizes = [len(piece) for piece in findall(data[b0:b1].decode("utf-8"))]
             starts[c0:c1] = False
             starts[c0 + np.cumsum([0] + sizes[:-1], dtype=np.int64)] = True
