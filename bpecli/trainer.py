@@ -142,8 +142,9 @@ class _Words:
         keys = (self.symbols[made] << 8 | self.symbols[made + 1]).astype(np.uint16)  # next byte: at + 1
         sizes = np.bincount(keys, minlength=1 << 16)
         present = np.flatnonzero(sizes)
-        # float64 sums: exact up to 2**53 occurrences of one pair
-        counts = np.bincount(keys, weights=self.weight[made], minlength=1 << 16)[present].astype(np.int64)
+        counts = np.zeros(1 << 16, dtype=np.int64)
+        np.add.at(counts, keys, self.weight[made])  # int64 sums, exact
+        counts = counts[present]
         first_id = pairs.add(present >> 8, present & 255, counts)
         ids = np.zeros(1 << 16, dtype=np.int32)
         ids[present] = np.arange(first_id, first_id + len(present))
