@@ -254,7 +254,7 @@ def chunk_boundaries(data: mmap.mmap | bytes | _RemoteBytes, n_chunks: int, spli
     step = size // n_chunks
     # one search for any of the tokens: one that never occurs is not looked for through all the
     # data at every cut (a whole remote object read once per such token)
-    tokens = re.compile(b"|".join(map(re.escape, sorted(split_tokens, key=len, reverse=True))))
+    tokens = re.compile(b"|".join(map(re.escape, split_tokens)))  # a match starts where the first token does
     bounds = [0]
     for i in range(1, n_chunks):
         at = _search(data, tokens, max(i * step, bounds[-1] + 1))
