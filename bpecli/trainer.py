@@ -226,8 +226,8 @@ class _Words:
                 entry = made.setdefault((symbols[x], new), [0])
                 entry[0] += w
                 entry.append(x)
-        for (left, right), (total, *positions) in made.items():
-            self._keep_few(pairs.add_one(left, right, total), positions)
+        if made:
+            self._keep_few(pairs.add_few(made), made.values())
 
     def _merge_one(self, best: int, p: int, pairs: _Pairs, new: int) -> None:
         """_merge_few for a pair made at one position (most merges of a large vocabulary: 61% at
@@ -242,23 +242,30 @@ class _Words:
         count[best] = 0
         symbols[p], symbols[r], pair_at[p], pair_at[r], nxt[p], prv[y] = new, -1, NO_PAIR, NO_PAIR, y, p
         prv[-1] = -1
+        made = {}
         if symbols[y] >= 0:
-            self._keep_few(pairs.add_one(new, symbols[y], w), (p,))
+            made[new, symbols[y]] = [w, p]
         if symbols[x] >= 0:
-            self._keep_few(pairs.add_one(symbols[x], new, w), (x,))
+            made[symbols[x], new] = [w, x]
+        if made:
+            self._keep_few(pairs.add_few(made), made.values())
 
-    def _keep_few(self, pair: int, positions) -> None:
-        """Keep the positions a new pair was made at (few), ascending, without numpy calls."""
+    def _keep_few(self, first: int, made) -> None:
+        """Keep the positions of new pairs first, first + 1... (few), each [count, *positions
+        ascending] in made, without numpy calls."""
         items = self.items
-        used = items.found_from[pair]
-        if pair + 2 > len(self.found_from):  # the positions have room: see __init__
-            self._make_room(pair + 2)
+        end = first + len(made)
+        if end + 1 > len(self.found_from):  # the positions have room: see __init__
+            self._make_room(end + 1)
             items = self.items
-        pair_at, found = items.pair_at, items.found
-        for i, p in enumerate(positions, used):
-            pair_at[p] = pair
-            found[i] = p
-        items.found_from[pair + 1] = used + len(positions)
+        pair_at, found, found_from = items.pair_at, items.found, items.found_from
+        used = found_from[first]
+        for pair, entry in enumerate(made, first):
+            for p in entry[1:]:
+                pair_at[p] = pair
+                found[used] = p
+                used += 1
+            found_from[pair + 1] = used
 
     def _number(self, pairs: _Pairs, made, keys, left_right) -> None:
         """Number the pairs starting at positions made, one id per distinct key (left_right(keys) ->
@@ -347,19 +354,21 @@ class _Pairs:
                 heapq.heappush(self.ties, self._tie(pair))
         return start
 
-    def add_one(self, left: int, right: int, count: int) -> int:
-        """add() for one pair, without numpy calls."""
-        pair = self.size
-        if pair == len(self.count):
-            self._grow(pair + 1)
-        self.size += 1
+    def add_few(self, made: dict[tuple[int, int], list[int]]) -> int:
+        """add() for a few pairs, without numpy calls: made maps (left, right) -> [count, ...]."""
+        start = self.size
+        self.size += len(made)
+        if self.size > len(self.count):
+            self._grow(self.size)
         items = self.items
-        items.left[pair], items.right[pair], items.count[pair] = left, right, count
-        if count > items.block_max[pair // BLOCK]:
-            items.block_max[pair // BLOCK] = count
-        if count == self.level:
-            heapq.heappush(self.ties, self._tie(pair))
-        return pair
+        left, right, counts, block_max = items.left, items.right, items.count, items.block_max
+        for pair, ((left[pair], right[pair]), entry) in enumerate(made.items(), start):
+            count = counts[pair] = entry[0]
+            if count > block_max[pair // BLOCK]:
+                block_max[pair // BLOCK] = count
+            if count == self.level:
+                heapq.heappush(self.ties, self._tie(pair))
+        return start
 
     def _grow(self, size: int) -> None:
         capacity = -(-max(size, 2 * len(self.count)) // BLOCK) * BLOCK
