@@ -25,16 +25,17 @@ def sorted_distinct(values):
     return values[np.concatenate(([True], values[1:] != values[:-1]))]
 
 
-def without_overlaps(at, nxt):
-    """Of pairs starting at positions `at` (ascending) of a linked list (nxt: the next position),
-    the ones merged left to right: in a run of overlapping pairs ("a a a a"), the first, third...
+def without_overlaps(at, nxt=None):
+    """Of pairs starting at positions `at` (ascending) of a linked list (nxt: the next position;
+    None: at + 1), the ones merged left to right: in a run of overlapping pairs ("a a a a"), the
+    first, third...
 
     Example: at [0, 1, 2, 5], nxt 0 -> 1 -> 2 -> 3 -> ... -> [0, 2, 5]
     """
     if len(at) < 2:
         return at
     overlapped = np.zeros(len(at), dtype=bool)
-    overlapped[1:] = nxt[at[:-1]] == at[1:]
+    overlapped[1:] = (at[:-1] + 1 if nxt is None else nxt[at[:-1]]) == at[1:]
     run_start = np.maximum.accumulate(np.where(overlapped, 0, np.arange(len(at))))
     return at[(np.arange(len(at)) - run_start) % 2 == 0]
 

@@ -118,6 +118,20 @@ def test_long_piece_rounds_equal_one_merge_at_a_time(gpt2, pieces):
 
 
 
+def test_rounds_stop_merging_a_piece_where_a_merge_makes_a_lower_pair():
+    """Vocabularies where "aba" (or "bab") ranks below "ab": in "abab", merging the first "ab"
+    makes (ab, a), which BPE merges next, so the second "ab" never merges ([aba, b], not [ab, ab]);
+    in "babab", (b, ab) and then (bab, a). bpe_rounds merges every "ab" of a piece in one round
+    only where no merge makes such a lower pair."""
+    pieces = [bytes(p) for n in range(3, 9) for p in itertools.product(b"ab", repeat=n)]  # numpy rounds, not Python
+    for extra, piece, parts in (({b"aba": 256, b"ab": 257}, b"abab", [b"aba", b"b"]),
+                                ({b"bab": 256, b"baba": 257, b"ab": 258}, b"babab", [b"baba", b"b"])):
+        ranks = {bytes([b]): b for b in range(256)} | extra
+        assert merge_parts(piece, ranks) == parts
+        expected = [tuple(ranks[part] for part in merge_parts(p, ranks)) for p in pieces]
+        assert bpe_batch(Tokenizer(ranks=ranks, pattern="gpt2")._vocabulary, pieces) == expected
+
+
 def test_group_puts_equal_values_together_even_when_their_slots_collide():
     """Small values share their top bits, so all want one slot of the hash table and probe on."""
     rng = np.random.default_rng(0)

@@ -86,8 +86,10 @@ def bpe_spans(vocab: Vocabulary, text, starts, sizes):
 def bpe_rounds(vocab: Vocabulary, symbols, sizes):
     """(ids, counts): many pieces (symbols: their bytes' ids, one piece after another; sizes:
     how many each has) merged at once with merge_parts's result. Each round merges, in every
-    piece still merging, its lowest-rank pair (the leftmost of equals), all with numpy; there
-    are as many rounds as the longest piece needs merges.
+    piece still merging, its pairs of the lowest rank r, left to right, all with numpy, as
+    one-at-a-time BPE does while the pairs those merges make rank above r (a run of "=" merges
+    in a few rounds, not one round per byte); in a piece where a merge makes a lower pair, the
+    merges after it wait for a later round.
     """
     pairs = vocab.pair_table
     base, none = pairs.base, np.int64(NO_RANK)
@@ -117,13 +119,12 @@ def bpe_rounds(vocab: Vocabulary, symbols, sizes):
                 done_symbols.append(np.array(ids, dtype=np.int64))
                 done_owners.append(np.full(len(ids), piece))
             break
-        # merge the leftmost lowest-rank pair of every piece: the left symbol becomes the
-        # joined token (its id is its rank), the right one goes
+        # merge the lowest-rank pairs of every piece: the left symbol becomes the joined token
+        # (its id is its rank), the right one goes
         segment = np.cumsum(first) - 1
-        candidates = np.flatnonzero(pair_rank == best[segment])
-        leftmost = np.ones(len(candidates), dtype=bool)
-        leftmost[1:] = segment[candidates[1:]] != segment[candidates[:-1]]
-        at = candidates[leftmost]
+        at = without_overlaps(np.flatnonzero(pair_rank == best[segment]))
+        if len(at) > len(best):  # some piece merges twice or more: see _first_merges
+            at = _first_merges(pairs, symbols, first, pair_rank, at, segment[at])
         symbols[at] = pair_rank[at]
         keep = np.ones(len(symbols), dtype=bool)
         keep[at + 1] = False
@@ -140,6 +141,31 @@ def bpe_rounds(vocab: Vocabulary, symbols, sizes):
     owners = np.concatenate([np.zeros(0, dtype=np.int64), *done_owners])
     order = np.argsort(owners, kind="stable")  # piece by piece, each in its own order
     return np.concatenate([np.zeros(0, dtype=np.int64), *done_symbols])[order], np.bincount(owners, minlength=len(sizes))
+
+def _first_merges(pairs, symbols, first, pair_rank, at, segment):
+    """Of the merges at (pairs of rank r in each piece, left to right, none overlapping), those
+    one-at-a-time BPE makes before any pair below r: in each piece, up to the first merge that
+    makes a lower pair with the symbol before it (the token of the merge before, if that one is
+    next to it) or the one after it (as yet unmerged)."""
+    base, n = pairs.base, len(symbols)
+    rank = pair_rank[at]
+    lower = np.zeros(len(at), dtype=bool)
+    after = at + 2
+    has_after = after < n
+    has_after[has_after] = ~first[after[has_after]]
+    lower[has_after] = pairs.lookup(rank[has_after] * base + symbols[after[has_after]]) < rank[has_after]
+    has_before = ~first[at]
+    merged_before = np.zeros(len(at), dtype=bool)
+    merged_before[1:] = at[:-1] + 2 == at[1:]
+    before = np.where(merged_before, rank, symbols[at - 1])[has_before]
+    lower[has_before] |= pairs.lookup(before * base + rank[has_before]) < rank[has_before]
+    if not lower.any():
+        return at
+    starts_piece = np.concatenate(([True], segment[1:] != segment[:-1]))
+    index = np.arange(len(at))
+    first_lower = np.minimum.reduceat(np.where(lower, index, len(at)), np.flatnonzero(starts_piece))
+    return at[index <= first_lower[np.cumsum(starts_piece) - 1]]
+
 
 def bpe_long(vocab: Vocabulary, text, starts, sizes):
     """(ids, counts) of long pieces text[start : start + size], exactly as merge_parts gives
