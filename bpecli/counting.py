@@ -1,4 +1,4 @@
-"""Pre-token counting for training: parts -> counts as arrays, merged as a tree.
+"""Pre-token counting for training: parts -> counts as arrays, added up in one table.
 
 Counts never become a Python object per distinct pre-token while they are counted, sent between
 processes or added up: pieces of up to 15 bytes are two uint64 each (bulk.packing.pack_spans:
@@ -94,48 +94,6 @@ def _long(pieces: list[bytes], counts) -> tuple[bytes, np.ndarray, np.ndarray]:
     return b"".join(pieces), ends, np.asarray(counts, dtype=np.int64)
 
 
-def merge(a: PieceCounts, b: PieceCounts) -> PieceCounts:
-    """The counts of both: equal pieces' counts added (by numpy for packed pieces)."""
-    if not len(a):
-        return b
-    if not len(b):
-        return a
-    low, high = np.concatenate([a.low, b.low]), np.concatenate([a.high, b.high])
-    first, groups = distinct_packed(low, high, piece_hash(low, high))
-    counts = np.bincount(groups, weights=np.concatenate([a.counts, b.counts]), minlength=len(first)).astype(np.int64)
-    summed: dict[bytes, int] = {}  # long pieces are few: a dict adds them
-    for piece, n in zip(a.long_pieces() + b.long_pieces(), a.long_counts.tolist() + b.long_counts.tolist()):
-        summed[piece] = summed.get(piece, 0) + n
-    return PieceCounts(low[first], high[first], counts, *_long(list(summed), list(summed.values())))
-
-
-class TreeSum:
-    """Adds PieceCounts as they come, as a binary tree: each is merged with one of its own size,
-    so every count is copied about log2(parts) times, not once per part."""
-
-    def __init__(self):
-        self.levels: list[PieceCounts | None] = []
-
-    def add(self, counts: PieceCounts) -> None:
-        for level in range(len(self.levels) + 1):
-            if level == len(self.levels):
-                self.levels.append(None)
-            held = self.levels[level]
-            if held is None:
-                self.levels[level] = counts
-                return
-            counts, self.levels[level] = merge(held, counts), None
-
-    def result(self) -> PieceCounts:
-        total = EMPTY
-        for level in self.levels:
-            if level is not None:
-                total = merge(total, level)
-        return total
-
-
-# ---- counting parts in workers ----------------------------------------------------------------
-
 class Numbered:
     """The distinct packed pieces counted so far, numbered 0, 1... as first seen, in a PieceTable:
     counting a batch is one lookup of its pieces, the hash table of distinct pieces only for the
@@ -161,6 +119,33 @@ class Numbered:
 
         return self.table.values(low, high, mixed, number)
 
+
+class Total:
+    """Adds PieceCounts as they come: every distinct piece is numbered once in one table (a
+    Numbered), its count added up in an array by that number. Adding a part is a lookup of its
+    pieces, however many were added before: the last part, which the merge loop waits for, adds
+    as fast as the first."""
+
+    def __init__(self):
+        self.numbered = Numbered()
+        self.counts = np.zeros(1 << 16, dtype=np.int64)
+        self.long_counts: dict[bytes, int] = {}  # long pieces are few: a dict adds them
+
+    def add(self, counts: PieceCounts) -> None:
+        if len(counts.counts):
+            numbers = self.numbered.numbers(counts.low, counts.high, piece_hash(counts.low, counts.high))
+            self.counts = with_room(self.counts, self.numbered.size)
+            self.counts[numbers] += counts.counts  # a piece appears once in counts: no number twice
+        for piece, n in zip(counts.long_pieces(), counts.long_counts.tolist()):
+            self.long_counts[piece] = self.long_counts.get(piece, 0) + n
+
+    def result(self) -> PieceCounts:
+        size = self.numbered.size
+        return PieceCounts(self.numbered.low[:size], self.numbered.high[:size], self.counts[:size],
+                           *_long(list(self.long_counts), list(self.long_counts.values())))
+
+
+# ---- counting parts in workers ----------------------------------------------------------------
 
 @dataclass(frozen=True)
 class _Counter:
@@ -197,7 +182,7 @@ def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
     if counter.split is not None:
         return count_pieces([d.encode("utf-8") for d in documents], counter.split, counter.numbered), part.weight
     findall = compiled(counter.pattern).findall
-    total = TreeSum()
+    total = Total()
     for batch in document_batches(documents, 1 << 20):
         pieces = []
         for document in batch:
@@ -246,7 +231,7 @@ def count_pretokens(
 
     Example: one part "low low<|endoftext|>lower" -> {b"low": 1, b" low": 1, b"lower": 1} (to_dict)
     """
-    total = TreeSum()
+    total = Total()
     args = (pattern, special_tokens, text_column, errors, tuple(normalize))
     for counts, weight in map_in_order(_count_part, parts, workers=workers, setup=_setup, args=args, scheduler=scheduler):
         total.add(counts)

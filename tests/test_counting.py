@@ -1,4 +1,4 @@
-"""Pre-token counts as arrays: counted by workers, merged as a tree, equal to the regex's counts."""
+"""Pre-token counts as arrays: counted by workers, added up in one table, equal to the regex's counts."""
 
 from collections import Counter
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bpecli import corpus, counting
-from bpecli.counting import PieceCounts, TreeSum, count_pretokens, merge
+from bpecli.counting import PieceCounts, Total, count_pretokens
 from bpecli.pretokenize import PATTERNS, compiled
 from bpecli.pretokenize.gpt2 import gpt2_piece_starts
 
@@ -59,26 +59,26 @@ def test_counts_round_trip_through_a_mapping_long_pieces_included():
     assert len(counts.long_counts) == 2  # the pieces over 15 bytes travel as one buffer
 
 
-def test_merging_adds_equal_pieces_and_keeps_the_rest():
-    a = PieceCounts.of_mapping({b"a": 1, b"y" * 16: 2, b"b": 5})
-    b = PieceCounts.of_mapping({b"a": 3, b"y" * 16: 4, b"c": 1})
-    assert merge(a, b).to_dict() == {b"a": 4, b"b": 5, b"c": 1, b"y" * 16: 6}
+def test_the_total_adds_equal_pieces_and_keeps_the_rest():
+    total = Total()
+    total.add(PieceCounts.of_mapping({b"a": 1, b"y" * 16: 2, b"b": 5}))
+    total.add(PieceCounts.of_mapping({b"a": 3, b"y" * 16: 4, b"c": 1}))
+    assert total.result().to_dict() == {b"a": 4, b"b": 5, b"c": 1, b"y" * 16: 6}
 
 
-def test_the_tree_sum_equals_a_counter_over_many_parts():
+def test_the_total_equals_a_counter_over_many_parts():
     rng = np.random.default_rng(0)
     words = [bytes(rng.integers(97, 100, rng.integers(1, 20))) for _ in range(3000)]
     expected: Counter = Counter()
-    tree = TreeSum()
+    total = Total()
     for start in range(0, 3000, 170):
         chunk = Counter(words[start : start + 400])
         expected.update(chunk)
-        tree.add(PieceCounts.of_mapping(chunk))
-    assert tree.result().to_dict() == expected
-    assert sum(level is not None for level in tree.levels) <= 5  # a tree, not a list of 18 parts
+        total.add(PieceCounts.of_mapping(chunk))
+    assert total.result().to_dict() == expected
 
 
-def test_merging_stays_exact_when_the_hash_collides(monkeypatch):
+def test_counting_stays_exact_when_the_hash_collides(monkeypatch):
     """Pieces are grouped by a 64-bit hash; if two pieces share one, exact keys settle it. Force
     that with a hash that is the same for everything."""
     data = b"-------  -------- x'll 12 abcdefghijklmnopq abcdefghijklmnopq --------"
@@ -90,7 +90,10 @@ def test_merging_stays_exact_when_the_hash_collides(monkeypatch):
     monkeypatch.setattr(packing, "_mix", lambda x: x & 0)
     once = PieceCounts.of_spans(data, bounds)
     assert once.to_dict() == Counter(pieces)
-    assert merge(once, once).to_dict() == {p: 2 * n for p, n in Counter(pieces).items()}
+    total = Total()
+    total.add(once)
+    total.add(once)
+    assert total.result().to_dict() == {p: 2 * n for p, n in Counter(pieces).items()}
 
 
 def test_training_through_the_regex_gives_the_vectorised_merges(tmp_path, kernel_docs_sample):
