@@ -13,7 +13,7 @@ from .packing import LENGTH_SHIFT, PACKED_ROW_BYTES, piece_hash
 from .tables import LOOKUP_BLOCK, NO_RANK, Vocabulary
 
 # bpe_rounds hands the last pieces still merging to Python when no more than this many are left.
-FEW_PIECES = 64
+FEW_PIECES = 16
 
 
 def encode_piece(vocab: Vocabulary, piece: bytes) -> tuple[int, ...]:
@@ -67,7 +67,7 @@ def bpe_spans(vocab: Vocabulary, text, starts, sizes):
     the longest go to bpe_long, all in one call."""
     counts = np.zeros(len(sizes), dtype=np.int64)
     found = []
-    for low, high in ((2, 16), (17, 31), (32, 63), (64, 127), (128, 255), (256, 511), (512, 1024)):
+    for low, high in ((2, 16), (17, 1024)):
         members = np.flatnonzero((sizes >= low) & (sizes <= high))
         if len(members):
             symbols = vocab.byte_ids[text[spans(starts[members], sizes[members])]]
