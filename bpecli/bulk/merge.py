@@ -146,25 +146,34 @@ def _first_merges(pairs, symbols, first, pair_rank, at, segment):
     """Of the merges at (pairs of rank r in each piece, left to right, none overlapping), those
     one-at-a-time BPE makes before any pair below r: in each piece, up to the first merge that
     makes a lower pair with the symbol before it (the token of the merge before, if that one is
-    next to it) or the one after it (as yet unmerged)."""
+    next to it) or the one after it (as yet unmerged). A piece's first merge is always BPE's next:
+    only pieces with two or more are looked at."""
+    same_piece = segment[1:] == segment[:-1]
+    several = np.zeros(len(at), dtype=bool)
+    several[1:] = same_piece
+    several[:-1] |= same_piece
+    looked = np.flatnonzero(several)
+    a, piece = at[looked], segment[looked]
     base, n = pairs.base, len(symbols)
-    rank = pair_rank[at]
-    lower = np.zeros(len(at), dtype=bool)
-    after = at + 2
+    rank = pair_rank[a]
+    lower = np.zeros(len(a), dtype=bool)
+    after = a + 2
     has_after = after < n
     has_after[has_after] = ~first[after[has_after]]
     lower[has_after] = pairs.lookup(rank[has_after] * base + symbols[after[has_after]]) < rank[has_after]
-    has_before = ~first[at]
-    merged_before = np.zeros(len(at), dtype=bool)
-    merged_before[1:] = at[:-1] + 2 == at[1:]
-    before = np.where(merged_before, rank, symbols[at - 1])[has_before]
+    has_before = ~first[a]
+    merged_before = np.zeros(len(a), dtype=bool)
+    merged_before[1:] = a[:-1] + 2 == a[1:]
+    before = np.where(merged_before, rank, symbols[a - 1])[has_before]
     lower[has_before] |= pairs.lookup(before * base + rank[has_before]) < rank[has_before]
     if not lower.any():
         return at
-    starts_piece = np.concatenate(([True], segment[1:] != segment[:-1]))
-    index = np.arange(len(at))
-    first_lower = np.minimum.reduceat(np.where(lower, index, len(at)), np.flatnonzero(starts_piece))
-    return at[index <= first_lower[np.cumsum(starts_piece) - 1]]
+    starts_piece = np.concatenate(([True], piece[1:] != piece[:-1]))
+    index = np.arange(len(a))
+    first_lower = np.minimum.reduceat(np.where(lower, index, len(a)), np.flatnonzero(starts_piece))
+    keep = np.ones(len(at), dtype=bool)
+    keep[looked[index > first_lower[np.cumsum(starts_piece) - 1]]] = False
+    return at[keep]
 
 
 def bpe_long(vocab: Vocabulary, text, starts, sizes):
