@@ -84,17 +84,18 @@ class Vocabulary:
         token = np.repeat(cut_tokens, sizes[cut_tokens] - 1)  # one row per cut of each token
         cut = spans(np.ones_like(cut_tokens), sizes[cut_tokens] - 1)  # 1, 2, ..., size - 1
         left = rank_of(starts[token], cut)
+        token, cut, left = token[left >= 0], cut[left >= 0], left[left >= 0]  # the right part only where the left is a token
         right = rank_of(starts[token] + cut, sizes[token] - cut)
-        both = (left >= 0) & (right >= 0)
+        both = right >= 0
         keys = [left[both] * base + right[both]]
         found = [values[token[both]]]
         extra: dict[int, int] = {}
         for i in np.flatnonzero(sizes > PACKED_BYTES).tolist():  # the few long tokens
-            whole = tokens[i]
+            whole, rank = tokens[i], int(values[i])
             for k in range(1, len(whole)):
-                a, b = ranks.get(whole[:k]), ranks.get(whole[k:])
-                if a is not None and b is not None:
-                    extra[a * base + b] = int(values[i])
+                a = ranks.get(whole[:k])
+                if a is not None and (b := ranks.get(whole[k:])) is not None:
+                    extra[a * base + b] = rank
         keys.append(np.fromiter(extra, dtype=np.int64, count=len(extra)))
         found.append(np.fromiter(extra.values(), dtype=np.int64, count=len(extra)))
         return PairTable(np.concatenate(keys), np.concatenate(found), base)
