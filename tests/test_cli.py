@@ -611,7 +611,7 @@ def test_encode_out_for_nanogpt_with_a_validation_split_and_bos(gpt2_vocab, tmp_
     corpus.write_text("".join(f"document {i}<|endoftext|>" for i in range(300)), encoding="utf-8")
     out = tmp_path / "data"
     result = run("encode", "-t", gpt2_vocab, corpus, "--out", out, "--shard-format", "nanogpt", "--val-fraction", "0.1",
-                 "--bos", "<|endoftext|>", "--eot", "none", "--json")
+                 "--bos", "<|endoftext|>", "--eot", "none", "--json", "-q")  # -q: no progress line (click < 8.2 mixes stderr into stdout)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["splits"]["val"]["documents"] + summary["splits"]["train"]["documents"] == 300

@@ -35,7 +35,7 @@ def pack_pieces(data: bytes, bounds):
 def pack_spans(data: bytes, starts, sizes):
     """(low, high): the bytes data[start : start + size] (size at most 15) as two uint64: bytes
     0-7 little-endian in low, bytes 8-14 in high with the size in its top byte."""
-    words = np.ndarray((len(data) + 9,), dtype="<u8", buffer=data + bytes(16), strides=(1,))
+    words: np.ndarray = np.ndarray((len(data) + 9,), dtype="<u8", buffer=data + bytes(16), strides=(1,))
     masks = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
     low = words[starts] & masks[np.minimum(sizes, 8)]
     high = sizes.astype(np.uint64) << np.uint64(LENGTH_SHIFT)
