@@ -4,6 +4,7 @@ counts in an array with a blocked maximum, a heap of the ties, and the positions
 from __future__ import annotations
 
 import heapq
+from itertools import repeat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -25,14 +26,13 @@ def tie_break_key(left: bytes | int, right: bytes | int, descending=None) -> byt
     each token's _descending from a cache (the trainer passes token ids and a list by id).
     Example: tie_break_key(b"b", b"a") < tie_break_key(b"a", b"z") < tie_break_key(b"a", b"")
     """
-    return tie_break_keys([left], [right], descending)[0]
+    descending = descending or _descending
+    return descending(left) + descending(right)
 
 
 def tie_break_keys(lefts, rights, descending=None) -> list[bytes]:
-    """tie_break_key of many pairs at once (maps that run in C: a level of ties can hold
-    100,000 pairs)."""
-    descending = descending or _descending
-    return list(map(bytes.__add__, map(descending, lefts), map(descending, rights)))
+    """tie_break_key of many pairs at once (a level of ties can hold 100,000 pairs)."""
+    return list(map(tie_break_key, lefts, rights, repeat(descending)))
 
 
 def _descending(token: bytes) -> bytes:
