@@ -128,8 +128,9 @@ class _Words:
     def of(cls, counts: PieceCounts) -> _Words:
         data, lengths, freqs = _pieces_of_two_bytes_or_more(counts)
         n = len(data)
-        symbols = np.concatenate([data, [-1]]).astype(np.int32)
-        weight = np.concatenate([np.repeat(freqs, lengths), [0]]).astype(np.int64)
+        symbols = np.empty(n + 1, dtype=np.int32)
+        symbols[:n], symbols[n] = data, -1
+        weight = np.repeat(np.append(freqs, 0).astype(np.int64, copy=False), np.append(lengths, 1))
         ends = np.cumsum(lengths)
         nxt = np.arange(1, n + 2, dtype=np.int32)  # int32: half the memory of int64
         nxt[ends - 1] = -1
@@ -142,14 +143,16 @@ class _Words:
         """Give every pair of bytes in the words an id and its count. Their keys take 16 bits: the
         pairs are counted and numbered over all 65,536 keys at once (the positions in order, no
         gathers at random), and only the positions kept for each pair are sorted, by radix."""
-        made = np.flatnonzero(self.nxt[:-1] >= 0).astype(np.int32)
+        inside = self.nxt[:-1] >= 0  # the next byte is at + 1
+        made = np.arange(len(inside), dtype=np.int32)[inside]
         if not len(made):
             return
-        keys = (self.symbols[made] << 8 | self.symbols[made + 1]).astype(np.uint16)  # next byte: at + 1
+        byte = self.symbols.astype(np.uint16)
+        keys = (byte[:-2] << 8 | byte[1:-1])[inside[:-1]]
         sizes = np.bincount(keys, minlength=1 << 16)
         present = np.flatnonzero(sizes)
         counts = np.zeros(1 << 16, dtype=np.int64)
-        np.add.at(counts, keys, self.weight[made])  # int64 sums, exact
+        np.add.at(counts, keys, self.weight[:-1][inside])  # int64 sums, exact
         counts = counts[present]
         first_id = pairs.add(present >> 8, present & 255, counts)
         ids = np.zeros(1 << 16, dtype=np.int32)
