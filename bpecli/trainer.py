@@ -53,6 +53,8 @@ NO_PAIR = 0  # the pair id of a position no pair starts at (a word's last symbol
 BLOCK = 256  # pair ids per block of the blocked maximum: a block's largest count is kept apart
 # A merge of a pair made at this many positions or fewer runs as Python steps, not numpy calls.
 FEW = 32
+# Stale block maxima mended one at a time before all that claim the largest are mended at once.
+MEND_ONE_AT_A_TIME = 8
 
 
 def merges_wanted(vocab_size: int, special_tokens: Sequence[str]) -> int:
@@ -400,15 +402,9 @@ class _Pairs:
             if count[pair] == level:
                 return pair
             heapq.heappop(heap)  # it fell
-        while True:  # the largest block maximum, mended until it is true
-            block = int(self.block_max.argmax())
-            top = int(self.block_max[block])
-            if top <= 0:
-                return None
-            true = int(self.count[block * BLOCK : (block + 1) * BLOCK].max())
-            if true == top:
-                break
-            self.block_max[block] = true
+        top = self._largest_count()
+        if top <= 0:
+            return None
         blocks = np.flatnonzero(self.block_max == top)
         ids = (blocks[:, None] * BLOCK + np.arange(BLOCK)).ravel()
         counts = self.count[ids]
@@ -420,6 +416,28 @@ class _Pairs:
         heapq.heapify(keys)
         self.ties = keys
         return self.tie_pair[keys[0]]
+
+    def _largest_count(self) -> int:
+        """The largest count (0 or less: none left), from the largest block maximum, mended until
+        it is true: one block at a time at first (few are stale at high counts), then every block
+        that claims the largest maximum at once (at low counts many fell to the same few values)."""
+        block_max = self.block_max
+        for _ in range(MEND_ONE_AT_A_TIME):
+            block = int(block_max.argmax())
+            top = int(block_max[block])
+            true = int(self.count[block * BLOCK : (block + 1) * BLOCK].max()) if top > 0 else top
+            if true == top:
+                return top
+            block_max[block] = true
+        while True:
+            top = int(block_max.max())
+            if top <= 0:
+                return top
+            blocks = np.flatnonzero(block_max == top)
+            true = self.count[(blocks[:, None] * BLOCK + np.arange(BLOCK)).ravel()].reshape(-1, BLOCK).max(axis=1)
+            block_max[blocks] = true
+            if (true == top).any():
+                return top
 
 
 def _pieces_of_two_bytes_or_more(counts: PieceCounts):
