@@ -23,6 +23,21 @@ def test_every_command_has_help(command):
     assert "Usage" in result.output
 
 
+@pytest.mark.parametrize("command", ["train", "encode", "decode", "inspect", "bench"])
+def test_a_command_run_alone_parses_as_in_the_whole_app(command, gpt2_vocab):
+    """The command line builds only the command it runs (cli._app_for): the same help, the same
+    errors for a bad option, and the whole app for anything else."""
+    from bpecli.cli import _app_for
+
+    alone = _app_for([command, "--help"])
+    assert alone is not app and [c.callback for c in alone.registered_commands] == [
+        c.callback for c in app.registered_commands if (c.name or c.callback.__name__).replace("_", "-") == command]
+    for args in ([command, "--help"], [command, "--no-such-option"]):
+        assert runner.invoke(alone, args).output == run(*args).output
+    assert runner.invoke(_app_for(["encode"]), ["encode", "-t", gpt2_vocab], input="hello world").output == "31373 995\n"
+    assert _app_for(["--help"]) is app and _app_for([]) is app and _app_for(["nosuch"]) is app
+
+
 def test_train_writes_every_file(fixtures, tmp_path):
     out = tmp_path / "tok"
     result = run("train", fixtures / "tinystories_sample.txt", "--vocab-size", 300, "--special", "<|endoftext|>",
