@@ -12,9 +12,9 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache, cached_property
-from itertools import accumulate, islice, repeat
-from operator import le
+from functools import cache, cached_property, partial
+from itertools import accumulate, chain, compress, islice, repeat
+from operator import add, gt, itemgetter, le, lt
 from pathlib import Path
 from typing import cast
 
@@ -226,22 +226,31 @@ class _Listing:
 
     @classmethod
     def of(cls, tokenizer: Tokenizer) -> _Listing:
-        tokens = list(tokenizer.ranks)
+        """No sort where the tokens come by id (as trained and loaded ones do) and the merges
+        checked by C-level maps: a save of 200,000 tokens spent 0.3 s here."""
+        tokens, ids = list(tokenizer.ranks), list(tokenizer.ranks.values())
         # every token spelled at once (one decode, one translate, in C), then cut apart
         spelled = token_to_str(b"".join(tokens))
         ends = list(accumulate(map(len, tokens)))
-        names = dict(zip(tokenizer.ranks.values(), map(spelled.__getitem__, map(slice, [0, *ends[:-1]], ends))))
-        ordinary = sorted(names.items())
-        merged = [name for _, name in ordinary if len(name) > 1]  # one character per byte
-        if len(merged) == len(tokenizer.merges) and all(
-            len(name) == len(a) + len(b) for name, (a, b) in zip(merged, tokenizer.merges)
-        ):  # merge i made the i-th of them: cut it where its left part ends
-            merges = [f"{name[:len(a)]} {name[len(a):]}" for name, (a, _) in zip(merged, tokenizer.merges)]
+        names = list(map(spelled.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+        ordinary = list(zip(ids, names))
+        if not all(map(lt, ids, islice(ids, 1, None))):  # not listed by id, as trained or loaded ones are
+            ordinary.sort()
+            names = list(map(itemgetter(1), ordinary))
+        merged = list(compress(names, map(gt, map(len, names), repeat(1))))  # one character per byte
+        lefts = list(map(len, map(itemgetter(0), tokenizer.merges)))
+        if list(map(len, merged)) == list(map(add, lefts, map(len, map(itemgetter(1), tokenizer.merges)))):
+            # merge i made the i-th of them: cut it where its left part ends
+            merges = [f"{name[:cut]} {name[cut:]}" for name, cut in zip(merged, lefts)]
         else:
-            ranks = tokenizer.ranks
-            merges = [f"{names[ranks[a]]} {names[ranks[b]]}" for a, b in tokenizer.merges]
-        ordered = sorted(ordinary + [(rank, token) for token, rank in tokenizer.special_tokens.items()])
-        return cls(ordered, merges, sorted(tokenizer.special_tokens.values()))
+            by_id, ranks = dict(ordinary), tokenizer.ranks
+            merges = [f"{by_id[ranks[a]]} {by_id[ranks[b]]}" for a, b in tokenizer.merges]
+        specials = sorted((rank, token) for token, rank in tokenizer.special_tokens.items())
+        if specials and ordinary and specials[0][0] < ordinary[-1][0]:  # specials among the ordinary ids
+            ordered = sorted(ordinary + specials)
+        else:
+            ordered = ordinary + specials
+        return cls(ordered, merges, [rank for rank, _ in specials])
 
     @cached_property
     def ordinary_json(self) -> str:
@@ -272,7 +281,7 @@ def write_vocab_and_merges(tokenizer: Tokenizer, folder: Path, listing: _Listing
     """GPT-2 / Hugging Face byte-level vocab.json and merges.txt."""
     listing = listing or _Listing.of(tokenizer)
     (folder / "vocab.json").write_text(listing.vocab_json() + "\n", encoding="utf-8")
-    lines = "".join(line + "\n" for line in listing.merges)
+    lines = "".join(map(add, listing.merges, repeat("\n")))
     (folder / "merges.txt").write_text("#version: 0.2\n" + lines, encoding="utf-8")
 
 
@@ -420,11 +429,11 @@ def write_transformers_config(tokenizer: Tokenizer, folder: Path) -> None:
 
 def write_tiktoken(tokenizer: Tokenizer, path: Path) -> None:
     """tiktoken's ranks file: base64 of the token's bytes, a space, its rank; one per line."""
-    lines = [
-        f"{binascii.b2a_base64(token, newline=False).decode('ascii')} {rank}\n"
-        for token, rank in sorted(tokenizer.ranks.items(), key=lambda item: item[1])
-    ]
-    path.write_text("".join(lines), encoding="ascii")
+    tokens, ranks = list(tokenizer.ranks), list(tokenizer.ranks.values())
+    if not all(map(lt, ranks, islice(ranks, 1, None))):  # not listed by rank, as trained or loaded ones are
+        ranks, tokens = map(list, zip(*sorted(zip(ranks, tokens)))) if ranks else ([], [])
+    b64 = map(partial(binascii.b2a_base64, newline=False), tokens)
+    path.write_bytes(b"".join(chain.from_iterable(zip(b64, repeat(b" "), map(b"%d\n".__mod__, ranks)))))
 
 
 def write_bpecli_json(tokenizer: Tokenizer, path: Path) -> None:
