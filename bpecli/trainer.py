@@ -93,16 +93,15 @@ def train_bpe(
     pairs = _Pairs()
     words.number_byte_pairs(pairs)
     # 3. Merge the best pair, n_merges times or until no pair is frequent enough.
-    merges: list[tuple[bytes, bytes]] = []
-    while len(merges) < n_merges:
+    fewest = max(min_frequency, 1)
+    while len(pairs.merges) < n_merges:
         best = pairs.best()
-        if best is None or pairs.count[best] < max(min_frequency, 1):
+        if best is None or pairs.items.count[best] < fewest:
             break
-        merges.append(pairs.tokens_of(best))
         words.merge(best, pairs)
         if progress is not None:
             progress.update(1)
-    return merges
+    return pairs.merges
 
 
 class _Words:
@@ -327,6 +326,7 @@ class _Pairs:
 
     def __init__(self):
         self.token_bytes = [bytes([i]) for i in range(256)]
+        self.merges: list[tuple[bytes, bytes]] = []  # (left, right) of each new token, in order
         self.descending = [_descending(token) for token in self.token_bytes]  # by token id, made once
         self.left = np.zeros(BLOCK, dtype=np.int32)
         self.right = np.zeros(BLOCK, dtype=np.int32)
@@ -341,13 +341,12 @@ class _Pairs:
         self.ties: list[bytes] = []
         self.tie_pair: dict[bytes, int] = {}
 
-    def tokens_of(self, pair: int) -> tuple[bytes, bytes]:
-        return self.token_bytes[self.items.left[pair]], self.token_bytes[self.items.right[pair]]
-
     def new_token(self, pair: int) -> int:
-        """The id of the token pair merges into."""
+        """The id of the token pair merges into; the merge is listed."""
         left, right, descending = self.items.left[pair], self.items.right[pair], self.descending
-        self.token_bytes.append(self.token_bytes[left] + self.token_bytes[right])
+        merge = self.token_bytes[left], self.token_bytes[right]
+        self.merges.append(merge)
+        self.token_bytes.append(merge[0] + merge[1])
         descending.append(descending[left][:-2] + descending[right])  # _descending of the joined bytes
         return len(self.token_bytes) - 1
 
