@@ -12,8 +12,8 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache, cached_property, partial
-from itertools import accumulate, chain, compress, islice, repeat
+from functools import cache, cached_property
+from itertools import accumulate, compress, islice, repeat
 from operator import add, gt, itemgetter, le, lt
 from pathlib import Path
 from typing import cast
@@ -429,11 +429,11 @@ def write_transformers_config(tokenizer: Tokenizer, folder: Path) -> None:
 
 def write_tiktoken(tokenizer: Tokenizer, path: Path) -> None:
     """tiktoken's ranks file: base64 of the token's bytes, a space, its rank; one per line."""
-    tokens, ranks = list(tokenizer.ranks), list(tokenizer.ranks.values())
-    if not all(map(lt, ranks, islice(ranks, 1, None))):  # not listed by rank, as trained or loaded ones are
-        ranks, tokens = map(list, zip(*sorted(zip(ranks, tokens)))) if ranks else ([], [])
-    b64 = map(partial(binascii.b2a_base64, newline=False), tokens)
-    path.write_bytes(b"".join(chain.from_iterable(zip(b64, repeat(b" "), map(b"%d\n".__mod__, ranks)))))
+    lines = [
+        f"{binascii.b2a_base64(token, newline=False).decode('ascii')} {rank}\n"
+        for token, rank in sorted(tokenizer.ranks.items(), key=lambda item: item[1])
+    ]
+    path.write_text("".join(lines), encoding="ascii")
 
 
 def write_bpecli_json(tokenizer: Tokenizer, path: Path) -> None:
