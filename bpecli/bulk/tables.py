@@ -171,27 +171,25 @@ class PieceTable:
         """The value of every piece. The distinct pieces the table lacks are added first, their
         values make(their indices in low), e.g. their ids found by BPE, or new numbers."""
         slots = self.find(low, high, mixed)
+        values = self.value[slots]  # where slots is -1 (missing), a stand-in, written over below
         missing = np.flatnonzero(slots < 0)
         if len(missing):
-            first, _ = distinct_packed(low[missing], high[missing], mixed[missing])
+            first, codes = distinct_packed(low[missing], high[missing], mixed[missing])
             new = missing[first]
-            if self.insert(low[new], high[new], mixed[new], make(new)):
-                slots = self.find(low, high, mixed)  # it grew: every slot moved
-            else:
-                slots[missing] = self.find(low[missing], high[missing], mixed[missing])
-        return self.value[slots]
+            made = make(new)
+            values[missing] = made[codes]  # each missing piece the value of its distinct one
+            self.insert(low[new], high[new], mixed[new], made)
+        return values
 
-    def insert(self, low, high, mixed, values) -> bool:
-        """Add distinct pieces the table does not have, with their values. True if the table grew
-        to make room: slots found before are stale then."""
-        grows = 2 * (self.count + len(low)) > len(self.high)  # keep the load under one half
-        if grows:
+    def insert(self, low, high, mixed, values) -> None:
+        """Add distinct pieces the table does not have, with their values (the table may grow:
+        slots found before are stale then)."""
+        if 2 * (self.count + len(low)) > len(self.high):  # keep the load under one half
             kept = np.flatnonzero(self.high)
             old = self.low[kept], self.high[kept], self.value[kept]
             self._allocate((4 * (self.count + len(low))).bit_length())
             self._place(old[0], old[1], piece_hash(old[0], old[1]), old[2])
         self._place(low, high, mixed, values)
-        return grows
 
     def _place(self, low, high, mixed, values) -> None:
         todo = np.arange(len(low))
