@@ -516,18 +516,42 @@ def read_documents(part: Part, *, splitter, text_column: str = "text", errors: s
     """
     if part.kind == "parquet":
         return _parquet_documents(part, text_column)
-    if part.data is None:
-        raw = read_range(part.path, part.label, part.start, part.end)
-        text = decode_utf8(raw, part.label, errors=errors, offset=part.start, hint=ERRORS_HINT,
-                           lines_before=lambda: _lines_before(part.path, part.start))
-    else:
-        raw = part.data
-        text = decode_utf8(raw, part.label, errors=errors, first_line=part.first_line, hint=ERRORS_HINT)
+    raw = _part_bytes(part)
+    text = _part_text(part, raw, errors)
     digest = hashlib.sha256(raw).hexdigest() if checksum else ""
     if part.kind == "text":
         documents = splitter.split(text)[::2] if splitter else [text]
         return [d for d in documents if d], len(raw), digest
     return _jsonl_documents(text, part, text_column), len(raw), digest
+
+
+def read_document_bytes(part: Part, *, splitter) -> list[bytes]:
+    """read_documents of a text part read strictly, as the UTF-8 bytes the bulk engine reads:
+    cut at the special tokens (splitter: pretokenize.special_byte_splitter's) and checked
+    without a str of the part, which is a second copy, made in a slow pass as soon as the part
+    holds one non-ASCII character. Only documents that hold one are decoded, to check them."""
+    raw = _part_bytes(part)
+    documents = [d for d in (splitter.split(raw)[::2] if splitter else [raw]) if d]
+    if not raw.isascii():
+        try:
+            for document in documents:
+                if not document.isascii():
+                    document.decode("utf-8")
+        except UnicodeDecodeError:
+            _part_text(part, raw, "strict")  # says where: a document is invalid only where the part is
+    return documents
+
+
+def _part_bytes(part: Part) -> bytes:
+    return read_range(part.path, part.label, part.start, part.end) if part.data is None else part.data
+
+
+def _part_text(part: Part, raw: bytes, errors: str) -> str:
+    """A part's bytes as text; invalid UTF-8 is an error that says where (see decode_utf8)."""
+    if part.data is None:
+        return decode_utf8(raw, part.label, errors=errors, offset=part.start, hint=ERRORS_HINT,
+                           lines_before=lambda: _lines_before(part.path, part.start))
+    return decode_utf8(raw, part.label, errors=errors, first_line=part.first_line, hint=ERRORS_HINT)
 
 
 def _jsonl_documents(text: str, part: Part, column: str) -> list[str]:

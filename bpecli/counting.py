@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .corpus import Part, read_documents
+from .corpus import Part, read_document_bytes, read_documents
 from .executor import map_in_order
 from .normalize import normalizer
 from .bulk.packing import LENGTH_SHIFT, PACKED_ROW_BYTES, distinct_packed, document_batches, pack_pieces, piece_hash
 from .arrays import with_room
 from .bulk.tables import PieceTable
-from .pretokenize import compiled, special_splitter, uncovered_error, vectorised_splitter
+from .pretokenize import compiled, special_byte_splitter, special_splitter, uncovered_error, vectorised_splitter
 
 
 @dataclass(frozen=True)
@@ -154,6 +154,7 @@ class _Counter:
     pattern: str
     split: object  # the vectorised splitter, or None for the regex
     splitter: object  # the special-token splitter
+    byte_splitter: object  # the same for UTF-8 bytes
     text_column: str
     errors: str
     normalized: Callable[[str], str] | None  # the text as the tokenizer will split it (see normalize.py)
@@ -169,12 +170,14 @@ class _Counter:
 
 
 def _setup(pattern: str, special_tokens: list[str], text_column: str, errors: str, steps: tuple[str, ...]) -> _Counter:
-    return _Counter(pattern, vectorised_splitter(pattern), special_splitter(special_tokens), text_column, errors,
-                    normalizer(steps) if steps else None)
+    return _Counter(pattern, vectorised_splitter(pattern), special_splitter(special_tokens),
+                    special_byte_splitter(special_tokens), text_column, errors, normalizer(steps) if steps else None)
 
 
 def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
     """(the pre-token counts of a part, its weight for progress)."""
+    if counter.split is not None and counter.normalized is None and part.kind == "text" and counter.errors == "strict":
+        return count_pieces(read_document_bytes(part, splitter=counter.byte_splitter), counter.split, counter.numbered), part.weight
     documents, _, _ = read_documents(part, splitter=counter.splitter, text_column=counter.text_column,
                                      errors=counter.errors, checksum=False)
     if counter.normalized is not None:

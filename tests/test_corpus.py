@@ -107,3 +107,40 @@ def test_a_part_read_after_its_file_shrank_is_an_error(tmp_path):
     os.truncate(path, 15)
     with pytest.raises(InputError, match=r"t.txt changed while bpecli read it \(now 15 bytes"):
         corpus.read_range(str(path), "t.txt", 10, 20)
+
+
+SPECIALS = ["<|endoftext|>", "<|a|>", "<|a|>b"]  # one the start of another: the longer cuts first
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(["x y", "é", "\u4e00\u4e8c", "😀", "\n", "<|endoftext|>", "<|a|>", "<|a|>b", "<|a", "b"]),
+                max_size=30))
+def test_documents_read_as_bytes_are_the_documents_read_as_text(tmp_path_factory, words):
+    """Counting reads a text part's documents as UTF-8 bytes, checked without a str of the part:
+    the same documents as read as text, from a file and from a compressed stream."""
+    from bpecli.pretokenize import special_byte_splitter, special_splitter
+
+    text = "".join(words)
+    folder = tmp_path_factory.mktemp("parts")
+    (folder / "a.txt").write_text(text, encoding="utf-8")
+    import gzip
+
+    (folder / "a.txt.gz").write_bytes(gzip.compress(text.encode("utf-8")))
+    for name in ("a.txt", "a.txt.gz"):
+        path = str(folder / name)
+        for part in corpus.document_parts([(path, name)], separators=SPECIALS, part_bytes=7):
+            as_text, _, _ = corpus.read_documents(part, splitter=special_splitter(SPECIALS))
+            assert corpus.read_document_bytes(part, splitter=special_byte_splitter(SPECIALS)) == [d.encode() for d in as_text]
+
+
+def test_invalid_utf8_read_as_bytes_is_the_same_error(tmp_path):
+    from bpecli.pretokenize import special_byte_splitter, special_splitter
+
+    path = tmp_path / "bad.txt"
+    path.write_bytes("fine\nstill fine<|endoftext|>é\n".encode() + b"\xe2<|endoftext|>tail\n")
+    part = next(corpus.document_parts([(str(path), "bad.txt")], separators=SPECIALS))
+    with pytest.raises(InputError) as as_text:
+        corpus.read_documents(part, splitter=special_splitter(SPECIALS))
+    with pytest.raises(InputError) as as_bytes:
+        corpus.read_document_bytes(part, splitter=special_byte_splitter(SPECIALS))
+    assert str(as_bytes.value) == str(as_text.value) and "bad.txt:3: invalid UTF-8 at byte" in str(as_bytes.value)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import cache
 
+import re
+
 import regex
 
 from ..errors import BpecliError
@@ -109,6 +111,14 @@ def special_splitter(special_tokens: Iterable[str]) -> regex.Pattern | None:
     if not ordered:
         return None
     return regex.compile("(" + "|".join(regex.escape(t) for t in ordered) + ")")
+
+
+def special_byte_splitter(special_tokens: Iterable[str]) -> re.Pattern | None:
+    """special_splitter for UTF-8 bytes: it cuts them where the other cuts their text."""
+    ordered = sorted({t.encode("utf-8") for t in special_tokens}, key=len, reverse=True)
+    if not ordered:
+        return None
+    return re.compile(b"(" + b"|".join(map(re.escape, ordered)) + b")")
 
 
 def split_documents(text: str, splitter: regex.Pattern | None) -> list[str]:
