@@ -525,12 +525,13 @@ def read_documents(part: Part, *, splitter, text_column: str = "text", errors: s
     return _jsonl_documents(text, part, text_column), len(raw), digest
 
 
-def read_document_bytes(part: Part, *, splitter) -> list[bytes]:
+def read_document_bytes(part: Part, *, splitter, checksum: bool = True) -> tuple[list[bytes], int, str]:
     """read_documents of a text part read strictly, as the UTF-8 bytes the bulk engine reads:
     cut at the special tokens (splitter: pretokenize.special_byte_splitter's) and checked
     without a str of the part, which is a second copy, made in a slow pass as soon as the part
     holds one non-ASCII character. Only documents that hold one are decoded, to check them."""
     raw = _part_bytes(part)
+    digest = hashlib.sha256(raw).hexdigest() if checksum else ""
     documents = [d for d in (splitter.split(raw)[::2] if splitter else [raw]) if d]
     if not raw.isascii():
         try:
@@ -539,7 +540,7 @@ def read_document_bytes(part: Part, *, splitter) -> list[bytes]:
                     document.decode("utf-8")
         except UnicodeDecodeError:
             _part_text(part, raw, "strict")  # says where: a document is invalid only where the part is
-    return documents
+    return documents, len(raw), digest
 
 
 def _part_bytes(part: Part) -> bytes:

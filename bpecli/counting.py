@@ -177,7 +177,8 @@ def _setup(pattern: str, special_tokens: list[str], text_column: str, errors: st
 def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
     """(the pre-token counts of a part, its weight for progress)."""
     if counter.split is not None and counter.normalized is None and part.kind == "text" and counter.errors == "strict":
-        return count_pieces(read_document_bytes(part, splitter=counter.byte_splitter), counter.split, counter.numbered), part.weight
+        data, _, _ = read_document_bytes(part, splitter=counter.byte_splitter, checksum=False)
+        return count_pieces(data, counter.split, counter.numbered), part.weight
     documents, _, _ = read_documents(part, splitter=counter.splitter, text_column=counter.text_column,
                                      errors=counter.errors, checksum=False)
     if counter.normalized is not None:

@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from .corpus import Part, check_apart, document_parts, input_bytes, input_stat, is_uri, read_documents
+from .corpus import Part, check_apart, document_parts, input_bytes, input_stat, is_uri, read_document_bytes, read_documents
 from .errors import BpecliError, InputError, OutputError
 from .executor import map_in_order, progress_bar
 from .files import locked
-from .pretokenize import special_splitter
+from .pretokenize import special_byte_splitter, special_splitter
 from .tokenizer import Tokenizer
 
 FORMAT_VERSION = 1
@@ -70,15 +70,18 @@ def splits_of(val_fraction: float | None, shard_format: str = "npy") -> list[str
     return ["train"] if shard_format == "nanogpt" else ["shard"]
 
 
-def in_validation(documents: list[str], fraction: float) -> np.ndarray:
+def in_validation(documents: list[str] | list[bytes], fraction: float) -> np.ndarray:
     """Which documents go to the validation split: those whose 64-bit BLAKE2b hash falls in the
     lowest `fraction` of the range. It depends on a document's text alone, never on where it is
     read or by which worker, and repeated documents land on the same side."""
     limit = int(fraction * 2**64)
     return np.fromiter(
-        (int.from_bytes(hashlib.blake2b(d.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little") < limit
-         for d in documents),
+        (int.from_bytes(hashlib.blake2b(_utf8(d), digest_size=8).digest(), "little") < limit for d in documents),
         dtype=bool, count=len(documents))
+
+
+def _utf8(document: str | bytes) -> bytes:
+    return document if isinstance(document, bytes) else document.encode("utf-8", "surrogatepass")
 
 
 def _header(shard_format: str, dtype: str, length: int) -> bytes:
@@ -661,27 +664,33 @@ class _Encoder:
     val_fraction: float | None
     dtype: str
     splitter: object  # the special-token splitter for text inputs
+    byte_splitter: object  # the same for UTF-8 bytes
     text_column: str
     errors: str
 
 
 def _setup(tokenizer: Tokenizer, eot, bos, val_fraction, dtype, separators, text_column, errors) -> _Encoder:
-    return _Encoder(tokenizer, eot, bos, val_fraction, dtype, special_splitter(separators), text_column, errors)
+    return _Encoder(tokenizer, eot, bos, val_fraction, dtype, special_splitter(separators), special_byte_splitter(separators),
+                    text_column, errors)
 
 
 def _encode_part(encoder: _Encoder, part: Part) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, str]:
     """([(ids, where each document's ids end)] for each split, bytes read, their sha256) for one part."""
-    documents, n_bytes, digest = read_documents(part, splitter=encoder.splitter, text_column=encoder.text_column,
-                                                errors=encoder.errors)
+    documents: list[str] | list[bytes]
+    if part.kind == "text" and encoder.errors == "strict" and not encoder.tokenizer.normalize:  # what the bulk engine reads
+        documents, n_bytes, digest = read_document_bytes(part, splitter=encoder.byte_splitter)
+    else:
+        documents, n_bytes, digest = read_documents(part, splitter=encoder.splitter, text_column=encoder.text_column,
+                                                    errors=encoder.errors)
     if not encoder.val_fraction:
         return [_encode(encoder, documents)], n_bytes, digest
     validation = in_validation(documents, encoder.val_fraction)
-    train = [d for d, v in zip(documents, validation) if not v]
-    val = [d for d, v in zip(documents, validation) if v]
+    train: list = [d for d, v in zip(documents, validation) if not v]
+    val: list = [d for d, v in zip(documents, validation) if v]
     return [_encode(encoder, train), _encode(encoder, val)], n_bytes, digest
 
 
-def _encode(encoder: _Encoder, documents: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def _encode(encoder: _Encoder, documents: list[str] | list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     ids, doc_ends = encoder.tokenizer.encode_documents(documents, eot=encoder.eot, dtype=encoder.dtype)
     if encoder.bos is not None and len(doc_ends):  # bos before each document
         starts = np.concatenate(([0], doc_ends[:-1]))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property, partial
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 import regex
 
@@ -338,26 +338,32 @@ class Tokenizer:
             finder = self._special_finders.setdefault(tokens, special_splitter(tokens))
         return finder
 
-    def encode_documents(self, documents: list[str], *, eot: int | None = None, dtype="uint32"):
+    def encode_documents(self, documents: list[str] | list[bytes], *, eot: int | None = None, dtype="uint32"):
         """Ids of many documents as one numpy array, each followed by eot (if given), and the
-        position where each document's ids end. Special tokens in them count as text.
+        position where each document's ids end. Special tokens in them count as text. Documents
+        may be valid UTF-8 bytes (as corpus.read_document_bytes gives them).
 
         Example (GPT-2): ["hello", "world"], eot=50256 -> ([31373, 50256, 6894, 50256], [2, 4])
         """
         import numpy as np
 
+        if documents and isinstance(documents[0], bytes):
+            if self._normalized is None and self._bulk is not None:
+                return self._bulk.encode(documents, eot=eot, dtype=dtype)
+            documents = [cast(bytes, d).decode("utf-8") for d in documents]
+        texts = cast("list[str]", documents)
         if self._normalized is not None:
-            documents = list(map(self._normalized, documents))
+            texts = list(map(self._normalized, texts))
         if self._bulk is not None:
             try:
-                data = [d.encode("utf-8") for d in documents]
+                data = [d.encode("utf-8") for d in texts]
             except UnicodeEncodeError:  # surrogates: the regex path deals with those
                 pass
             else:
                 return self._bulk.encode(data, eot=eot, dtype=dtype)
         ids: list[int] = []
         ends: list[int] = []
-        for document in documents:
+        for document in texts:
             ids += self._encode_normalized(document)
             if eot is not None:
                 ids.append(eot)

@@ -116,8 +116,9 @@ SPECIALS = ["<|endoftext|>", "<|a|>", "<|a|>b"]  # one the start of another: the
 @given(st.lists(st.sampled_from(["x y", "é", "\u4e00\u4e8c", "😀", "\n", "<|endoftext|>", "<|a|>", "<|a|>b", "<|a", "b"]),
                 max_size=30))
 def test_documents_read_as_bytes_are_the_documents_read_as_text(tmp_path_factory, words):
-    """Counting reads a text part's documents as UTF-8 bytes, checked without a str of the part:
-    the same documents as read as text, from a file and from a compressed stream."""
+    """Counting and encode --out read a text part's documents as UTF-8 bytes, checked without a
+    str of the part: the same documents, byte count and sha256 as read as text, from a file and
+    from a compressed stream."""
     from bpecli.pretokenize import special_byte_splitter, special_splitter
 
     text = "".join(words)
@@ -129,8 +130,9 @@ def test_documents_read_as_bytes_are_the_documents_read_as_text(tmp_path_factory
     for name in ("a.txt", "a.txt.gz"):
         path = str(folder / name)
         for part in corpus.document_parts([(path, name)], separators=SPECIALS, part_bytes=7):
-            as_text, _, _ = corpus.read_documents(part, splitter=special_splitter(SPECIALS))
-            assert corpus.read_document_bytes(part, splitter=special_byte_splitter(SPECIALS)) == [d.encode() for d in as_text]
+            as_text, n_bytes, digest = corpus.read_documents(part, splitter=special_splitter(SPECIALS))
+            as_bytes = corpus.read_document_bytes(part, splitter=special_byte_splitter(SPECIALS))
+            assert as_bytes == ([d.encode() for d in as_text], n_bytes, digest)
 
 
 def test_invalid_utf8_read_as_bytes_is_the_same_error(tmp_path):
