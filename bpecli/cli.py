@@ -11,6 +11,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 from typer.core import TyperCommand
+from typer.main import get_command_name
 
 from .errors import BpecliError
 
@@ -147,7 +148,7 @@ def _app_for(args: list[str]) -> typer.Typer:
     """app, or, when args start with a command's name, an app of that command alone: typer reads
     every command's signature at each start (about 50 ms for all of them), and a one-liner runs one."""
     for info in app.registered_commands:
-        if args[:1] == [info.name or info.callback.__name__.replace("_", "-")]:  # type: ignore[union-attr]
+        if args[:1] == [info.name or get_command_name(info.callback.__name__)]:  # type: ignore[union-attr]
             alone = typer.Typer(**_APP)  # type: ignore[arg-type]
             alone.registered_callback, alone.registered_commands = app.registered_callback, [info]
             return alone

@@ -405,7 +405,7 @@ class _Pairs:
         if top <= 0:
             return None
         blocks = np.flatnonzero(self.block_max == top)
-        ids = (blocks[:, None] * BLOCK + np.arange(BLOCK)).ravel()
+        ids = _pair_ids(blocks)
         counts = self.count[ids]
         self.block_max[blocks] = counts.reshape(-1, BLOCK).max(axis=1)
         self.level = top
@@ -433,10 +433,15 @@ class _Pairs:
             if top <= 0:
                 return top
             blocks = np.flatnonzero(block_max == top)
-            true = self.count[(blocks[:, None] * BLOCK + np.arange(BLOCK)).ravel()].reshape(-1, BLOCK).max(axis=1)
+            true = self.count[_pair_ids(blocks)].reshape(-1, BLOCK).max(axis=1)
             block_max[blocks] = true
             if (true == top).any():
                 return top
+
+
+def _pair_ids(blocks):
+    """Every pair id of the blocks, block by block."""
+    return (blocks[:, None] * BLOCK + np.arange(BLOCK)).ravel()
 
 
 def _pieces_of_two_bytes_or_more(counts: PieceCounts):

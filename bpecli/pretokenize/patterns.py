@@ -3,10 +3,9 @@ splitting text into documents at special tokens."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from functools import cache
-
-import re
 
 import regex
 
