@@ -4,58 +4,104 @@ from __future__ import annotations
 
 import numpy as np
 
-from .characters import (
-    CRLF, LETTER, OTHER, SPACE, WHITESPACE, byte_offsets, characters, class_runs, contraction_letters, split_whitespace,
-)
+from ..arrays import spans
+from .characters import CRLF, LETTER, NUMBER, OTHER, SPACE, WHITESPACE, byte_offsets, characters, contraction_letters
 
 
 def cl100k_piece_starts(data: bytes, doc_starts=None):
-    """gpt2_piece_starts for the cl100k pattern. Its rules, as this reads them, run by run:
-    - letters: a maximal run, with the one character before it if that starts a piece and is
-      neither a number, \\r nor \\n (a space, a tab, a bracket...);
+    """gpt2_piece_starts for the cl100k pattern. Its rules, as this reads them, character by
+    character (a start wherever the kind - letter, number, other, whitespace - changes, then):
+    - letters join the one character before them if it is blank (whitespace but \\r and \\n), or
+      an other that starts its piece (one other, after no space);
+    - others join one space before them, and take the \\r and \\n right after them;
     - numbers: a run cut into threes from its start;
-    - others: a maximal run, with one space before it, and the \\r and \\n right after it;
-    - whitespace: at the end of a document, one piece; else up to and including its last \\r or
-      \\n, then all but its last character, then that last character alone (which letters, or,
-      if it is a space, others after it join);
+    - whitespace runs: a piece up to and including their last \\r or \\n; of the blanks after
+      it, all but the last are one piece, the last starts one (joined by what follows); a run
+      that ends its document is one piece;
     - an apostrophe that starts a piece and comes before letters takes s, d, m, t, ll, ve or re
       (any case) as a contraction.
+    Only the \\r and \\n (a few in a hundred characters) are looked at one by one: every other
+    rule is a few passes over arrays of flags, none over arrays of runs.
 
     Example: b"it's  (x)\\n" -> [0, 2, 4, 5, 7, 8, 10]  ("it", "'s", " ", " (", "x", ")\\n")
     """
     if not data:
         return np.zeros(1, dtype=np.int64)
     leading, chars, cls, edges, _ = characters(data, doc_starts)
-    kind, starts, firsts, ends, run_kind, follows = class_runs(cls, edges)
+    m = len(cls)
+    inner = ~edges[1:m]  # inner[i - 1]: characters i - 1 and i are in one document
+    word = cls < WHITESPACE  # letters, numbers, others; the rest is whitespace of some class
+    starts = edges[:m].copy()
+    starts[1:] |= (cls[1:] != cls[:-1]) & (word[1:] | word[:-1])  # (np.minimum for the kinds is slower)
+    blank = (cls == WHITESPACE) | (cls == SPACE)
+    other = cls == OTHER
+    space = cls == SPACE
 
-    # whitespace runs [a, k); most are one space or tab before a word, done first
-    runs = np.flatnonzero(run_kind == WHITESPACE)
-    a, k = firsts[runs], ends[runs]
-    one = (k - a == 1) & (cls[a] != CRLF)
-    follows_w = follows[runs]
-    joins = one & ((follows_w == LETTER) | ((follows_w == OTHER) & (cls[a] == SPACE)))
-    starts[k[joins]] = False
-    runs, a, k, follows_w = runs[~one], a[~one], k[~one], follows_w[~one]
-    after_other = (runs > 0) & ~edges[a] & (run_kind[runs - 1] == OTHER)
-    q = a.copy()  # where the run's first piece starts: others took the \r and \n right after them
-    crlf = np.flatnonzero(cls == CRLF) if after_other.any() else ()  # few: q is found among them
-    if len(crlf):  # q: past the run of \r and \n at a, if there is one
-        last = np.append(np.flatnonzero(np.diff(crlf) != 1), len(crlf) - 1)  # the last of each run of them
-        past = np.repeat(crlf[last] + 1, np.diff(last, prepend=-1))  # for each, where its run ends
-        starting = a[after_other]
-        at = np.minimum(np.searchsorted(crlf, starting), len(crlf) - 1)
-        q[after_other] = np.minimum(np.where(crlf[at] == starting, past[at], starting), k[after_other])
-    starts[a] = False
-    split_whitespace(starts, cls, q, k, follows_w, whole_at_end=True)
+    # an other starts its piece if it is the first of its run and no space comes before it
+    other_starts = other.copy()
+    other_starts[1:] &= ~(other[:-1] | space[:-1]) | edges[1:m]
+    letter = cls[1:] == LETTER
+    starts[1:] &= ~(letter & inner & (blank[:-1] | other_starts[:-1]))
+    starts[1:] &= ~(other[1:] & space[:-1] & inner)
+    # the last blank of a run of them before a word starts a piece
+    starts[1:-1] |= blank[1:-1] & blank[:-2] & inner[:-1] & word[2:] & inner[1:]
+    _after_line_ends(starts, cls, edges, blank, other, word)
+    _numbers_in_threes(starts, cls, edges)
 
-    # others: one character that starts a piece, then letters: a contraction or one piece
-    runs = np.flatnonzero((run_kind == OTHER) & (ends - firsts == 1) & (follows == LETTER))
-    a = firsts[runs]
-    a = a[starts[a]]
-    starts[a + 1] = False
-    a = a[chars[a] == 0x27]
+    # an apostrophe that starts a piece before letters: a contraction, then the rest of the letters
+    a = np.flatnonzero(chars[:-1] == 0x27)
+    a = a[other_starts[a] & letter[a] & inner[a]]
     if len(a):
-        letters_end = ends[np.searchsorted(firsts, a + 1)]
+        in_letters = np.append(letter & inner, False)  # in_letters[j - 1]: character j continues the letters before it
+        second, third = in_letters[np.minimum(a + 1, m - 1)], in_letters[np.minimum(a + 2, m - 1)]
+        letters_end = a + 2 + second + (second & third)  # as far as a contraction can reach
         after = a + 1 + contraction_letters(data, leading, chars, a, letters_end)
         starts[after[(after > a + 1) & (after < letters_end)]] = True
     return byte_offsets(starts, leading, len(data))
+
+
+def _after_line_ends(starts, cls, edges, blank, other, word) -> None:
+    """The starts around runs of \\r and \\n: an other right before one takes it (no start at
+    it, a start at the blanks after it); blanks after the last run of a whitespace run start a
+    piece, unless the run ends its document."""
+    m = len(cls)
+    crlf = np.flatnonzero(cls == CRLF)
+    if not len(crlf):
+        return
+    first = np.ones(len(crlf), dtype=bool)  # starts a run of \r and \n within a document
+    first[1:] = (np.diff(crlf) != 1) | edges[crlf[1:]]
+    run_first = crlf[first]
+    run_after = np.append(crlf[np.flatnonzero(first)[1:] - 1], crlf[-1]) + 1
+    taken = (run_first > 0) & ~edges[run_first] & other[run_first - 1]
+    starts[run_first[taken]] = False
+    tail = (run_after < m) & ~edges[run_after]
+    tail[tail] = blank[run_after[tail]]
+    # blanks after a run that is not the last of its whitespace run, or that end the document,
+    # start no piece (unless an other took the run): they are the middle or end of one piece
+    own = tail & ~taken
+    t = run_after[own]
+    doc_ends = np.flatnonzero(edges[1:]) + 1
+    stop = np.minimum(np.append(run_first[1:], m)[own], doc_ends[np.searchsorted(doc_ends, t, "right")])  # next \r, \n or end
+    doubt = np.flatnonzero(blank[stop - 1])
+    if len(doubt):  # blanks up to the stop? (else a word comes first: a start)
+        bounds = np.stack([t[doubt], stop[doubt]], axis=1).ravel()
+        reaches = ~np.logical_or.reduceat(word, np.minimum(bounds, m - 1))[::2]
+        reaches &= t[doubt] < stop[doubt]
+        keep = np.ones(len(t), dtype=bool)
+        keep[doubt[reaches]] = False
+        t = t[keep]
+    starts[t] = True
+    starts[run_after[tail & taken]] = True
+
+
+def _numbers_in_threes(starts, cls, edges) -> None:
+    """Starts every three digits into a run of more than three numbers (within a document)."""
+    digits = np.flatnonzero(cls == NUMBER)  # a few in a hundred characters
+    if len(digits) < 4:
+        return
+    first = np.ones(len(digits), dtype=bool)  # starts a run of them
+    first[1:] = (np.diff(digits) != 1) | edges[digits[1:]]
+    runs = np.flatnonzero(first)
+    size = np.diff(np.append(runs, len(digits)))
+    at, more = digits[runs], (size - 1) // 3  # starts after the run's first
+    starts[np.repeat(at, more) + 3 * (spans(np.zeros_like(more), more) + 1)] = True
