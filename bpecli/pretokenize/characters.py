@@ -160,7 +160,7 @@ def class_runs(cls, edges):
     and ends, its kind, and the kind of the run after it in the same document (-1: none). The
     starts also cut numbers into threes, as both cl100k and o200k do."""
     m = len(cls)
-    kind = np.minimum(cls, WHITESPACE)
+    kind = np.minimum(cls, np.full_like(cls, WHITESPACE))  # (numpy's minimum with a scalar is 8x slower on uint8)
     bounds = edges.copy()  # every run's start, then m
     bounds[1:m] |= kind[1:] != kind[:-1]
     starts = bounds[:m]

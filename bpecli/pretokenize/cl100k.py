@@ -32,7 +32,7 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
     inner = ~edges[1:m]  # inner[i - 1]: characters i - 1 and i are in one document
     word = cls < WHITESPACE  # letters, numbers, others; the rest is whitespace of some class
     starts = edges[:m].copy()
-    starts[1:] |= (cls[1:] != cls[:-1]) & (word[1:] | word[:-1])  # (np.minimum for the kinds is slower)
+    starts[1:] |= (cls[1:] != cls[:-1]) & (word[1:] | word[:-1])
     blank = (cls == WHITESPACE) | (cls == SPACE)
     other = cls == OTHER
     space = cls == SPACE

@@ -22,10 +22,9 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
         return np.zeros(1, dtype=np.int64)
     leading, chars, cls, seg, _ = characters(data, doc_starts)
     m = len(cls)
-    kind = np.minimum(cls, WHITESPACE)  # " ", \r and \n are whitespace, save for the rules that name them
-    is_w = kind == WHITESPACE
+    is_w = cls >= WHITESPACE  # " ", \r and \n are whitespace, save for the rules that name them
     starts = seg[:m].copy()
-    starts[1:] |= kind[1:] != kind[:-1]
+    starts[1:] |= (cls[1:] != cls[:-1]) & ~(is_w[1:] & is_w[:-1])  # the kind changes
     # the last character of a whitespace run goes with what follows it in the same document
     starts[:-1] |= is_w[:-1] & ~is_w[1:] & ~seg[1:m]
     # a space just before an L, N or O run belongs to that run: no start between them
