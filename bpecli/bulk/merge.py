@@ -14,6 +14,8 @@ from .tables import LOOKUP_BLOCK, NO_RANK, Vocabulary
 
 # bpe_rounds hands the last pieces still merging to Python when no more than this many are left.
 FEW_PIECES = 16
+# Pieces up to this long merge in bpe_rounds (one symbol array of them all), longer ones in bpe_long.
+ROUNDS_PIECE = 1024
 
 
 def encode_piece(vocab: Vocabulary, piece: bytes) -> tuple[int, ...]:
@@ -62,18 +64,18 @@ def bpe_packed(vocab: Vocabulary, low, high):
 
 def bpe_spans(vocab: Vocabulary, text, starts, sizes):
     """(ids, counts) of the pieces text[start : start + size] (none of them a token, so each
-    at least 2 bytes) merged as merge_parts does. They merge in numpy rounds (bpe_rounds),
-    grouped by length so that a few long pieces do not keep all the short ones' rounds going;
-    the longest go to bpe_long, all in one call."""
+    at least 2 bytes) merged as merge_parts does. They merge in numpy rounds (bpe_rounds), all
+    in one call: a piece that is done leaves the rounds, so the long ones that go on cost the
+    short ones nothing, and the rounds' fixed cost is paid once. Pieces longer than ROUNDS_PIECE
+    go to bpe_long, all in one call."""
     counts = np.zeros(len(sizes), dtype=np.int64)
     found = []
-    for low, high in ((2, 16), (17, 1024)):
-        members = np.flatnonzero((sizes >= low) & (sizes <= high))
-        if len(members):
-            symbols = vocab.byte_ids[text[spans(starts[members], sizes[members])]]
-            ids, counts[members] = bpe_rounds(vocab, symbols, sizes[members])
-            found.append((members, ids))
-    members = np.flatnonzero(sizes > 1024)
+    members = np.flatnonzero(sizes <= ROUNDS_PIECE)
+    if len(members):
+        symbols = vocab.byte_ids[text[spans(starts[members], sizes[members])]]
+        ids, counts[members] = bpe_rounds(vocab, symbols, sizes[members])
+        found.append((members, ids))
+    members = np.flatnonzero(sizes > ROUNDS_PIECE)
     if len(members):
         ids, counts[members] = bpe_long(vocab, text, starts[members], sizes[members])
         found.append((members, ids))
@@ -82,6 +84,7 @@ def bpe_spans(vocab: Vocabulary, text, starts, sizes):
     for members, ids in found:
         out[spans(out_starts[members], counts[members])] = ids
     return out, counts
+
 
 def bpe_rounds(vocab: Vocabulary, symbols, sizes):
     """(ids, counts): many pieces (symbols: their bytes' ids, one piece after another; sizes:
