@@ -483,6 +483,7 @@ class _Stream:
     resume_part: int = 0  # parts before this one are in its kept shards...
     skip: int = 0  # ...and so are this many ids of this one
     file: Any = None
+    digest: Any = None  # the sha256 of what the file holds, as written (for a full shard's header)
     count: int = 0
     documents: int = 0
     starts: list = field(default_factory=list)  # arrays of where documents start in the shard being written
@@ -545,9 +546,12 @@ class _ShardWriter:
             if stream.file is None:
                 stream.file = self._guarded(open, self._temporary(stream), "wb")
                 self._guarded(stream.file.write, self.full_header)
+                stream.digest = hashlib.sha256(self.full_header)
                 stream.starts = []
             take = min(len(ids) - position, self.shard_tokens - stream.count)
-            self._guarded(stream.file.write, ids[position : position + take].astype(self.dtype, copy=False).tobytes())
+            data = ids[position : position + take].astype(self.dtype, copy=False).tobytes()
+            self._guarded(stream.file.write, data)
+            stream.digest.update(data)  # while the workers encode: a full shard is not read again to close it
             first, last = np.searchsorted(doc_starts, [position, position + take])
             stream.starts.append(doc_starts[first:last] - position + stream.count)
             stream.documents += int(np.searchsorted(doc_ends, position + take, "right") - np.searchsorted(doc_ends, position, "right"))
@@ -608,6 +612,8 @@ class _ShardWriter:
 
     def _close(self, stream: _Stream, next_part: int | None, skip: int) -> None:
         file, temporary = stream.file, self._temporary(stream)
+        # a full shard's sha256 was taken as it was written; the last one's header is written again
+        digest = stream.digest.hexdigest() if stream.count == self.shard_tokens else None
         if stream.count != self.shard_tokens:  # the last shard: its header names its real length
             header = _header(self.format, self.settings["dtype"], stream.count)
             if len(header) == len(self.full_header):
@@ -627,7 +633,7 @@ class _ShardWriter:
         buffer = io.BytesIO()
         np.save(buffer, np.concatenate(stream.starts).astype("<i8"))
         self._guarded(_write_atomically, buffer.getvalue(), index, index.with_name(f".{index.name}.partial"), True)
-        shard = {"file": name, "tokens": stream.count, "documents": stream.documents, "sha256": file_sha256(temporary),
+        shard = {"file": name, "tokens": stream.count, "documents": stream.documents, "sha256": digest or file_sha256(temporary),
                  "index": index.name, "index_sha256": hashlib.sha256(buffer.getvalue()).hexdigest(),
                  "next_part": next_part, "skip": skip}
         self.shards.append(shard)
