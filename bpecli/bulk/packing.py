@@ -36,12 +36,15 @@ def pack_spans(data: bytes, starts, sizes):
     """(low, high): the bytes data[start : start + size] (size at most 15) as two uint64: bytes
     0-7 little-endian in low, bytes 8-14 in high with the size in its top byte."""
     words: np.ndarray = np.ndarray((len(data) + 9,), dtype="<u8", buffer=data + bytes(16), strides=(1,))
-    masks = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
-    low = words[starts] & masks[np.minimum(sizes, 8)]
+    low = words[starts] & _LOW_MASKS[sizes]
     high = sizes.astype(np.uint64) << np.uint64(LENGTH_SHIFT)
     beyond = np.flatnonzero(sizes > 8)  # most pieces are shorter: their high word is the length alone
-    high[beyond] |= words[starts[beyond] + 8] & masks[sizes[beyond] - 8]
+    high[beyond] |= words[starts[beyond] + 8] & _LOW_MASKS[sizes[beyond] - 8]
     return low, high
+
+
+# By a piece's size: the bits of its bytes in the low word (the first 8 bytes)
+_LOW_MASKS = np.array([(1 << (8 * min(k, 8))) - 1 for k in range(PACKED_BYTES + 1)], dtype=np.uint64)
 
 
 def distinct_packed(low, high, mixed):
