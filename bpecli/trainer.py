@@ -173,7 +173,7 @@ class _Words:
         made_at = self.found[start:end]
         symbols, nxt, prv, pair_at = self.symbols, self.nxt, self.prv, self.pair_at
         at = made_at[pair_at[made_at] == best]
-        if pairs.left[best] == pairs.right[best]:  # "aaa": 0 and 1 overlap; 0 goes first
+        if pairs.items.left[best] == pairs.items.right[best]:  # "aaa": 0 and 1 overlap; 0 goes first
             at = without_overlaps(at, nxt)
         w = self.weight[at]
         before, right = prv[at], nxt[at]
@@ -181,8 +181,7 @@ class _Words:
         # 1. The pair before each occurrence, (x, a), and the one after it, (b, y), are lost. Side by
         #    side ("ab ab") the pair after one is the pair before the next: it goes once.
         before[1:][before[1:] == right[:-1]] = -1
-        np.subtract.at(pairs.count, pair_at[before], w)
-        np.subtract.at(pairs.count, pair_at[right], w)
+        np.subtract.at(pairs.count, pair_at[np.concatenate([before, right])], np.concatenate([w, w]))
         pairs.count[best] = 0
         # 2. Relink: a's position takes the new token, b's dies.
         symbols[at] = new
@@ -200,8 +199,12 @@ class _Words:
         made, keys = np.concatenate([at, before])[real], keys[real]
         if new < (1 << 15) - 2:  # keys fit 16 bits, which numpy's stable sort sorts by radix
             keys = keys.astype(np.uint16)
-        self._number(pairs, made, keys,
-                     lambda key: (np.where(key <= new, new, key - (new + 2)), np.where(key <= new, key, new)))
+
+        def left_right(key):  # key y: (new, y); key x + new + 2: (x, new)
+            is_after = key <= new
+            return np.where(is_after, new, key - (new + 2)), np.where(is_after, key, new)
+
+        self._number(pairs, made, keys, left_right)
 
     def _merge_few(self, best: int, made_at: list[int], pairs: _Pairs, new: int) -> None:
         """merge() for a pair made at FEW positions or fewer, step by step in Python (most merges
