@@ -79,12 +79,7 @@ def characters(data: bytes, doc_starts, cases: bool = False):
         # the first bytes of multi-byte characters (few) get their character's class, then the
         # characters are the bytes that are not 10xxxxxx
         multi = np.flatnonzero(raw >= 0xC0)
-        last = len(raw) - 1  # bytes past the end are read as the last one: no character uses them
-        b0, b1, b2, b3 = (raw[np.minimum(multi + k, last)].astype(np.uint32) for k in range(4))
-        cp = np.where(
-            b0 >= 0xF0, ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F),
-            np.where(b0 >= 0xE0, ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), ((b0 & 0x1F) << 6) | (b1 & 0x3F)),
-        )
+        cp, size = _code_points(raw, multi)
         leading = cls != CONTINUATION
         cls = cls.copy()
         cls[multi] = class_table()[cp]
@@ -95,12 +90,43 @@ def characters(data: bytes, doc_starts, cases: bool = False):
         chars, cls = raw[leading], cls[leading]
         m = len(chars)
         # a document's first character: its byte offset less the continuation bytes before it
-        continuations = np.concatenate(([0], np.cumsum(1 + (b0 >= 0xE0) + (b0 >= 0xF0), dtype=np.int64)))
+        continuations = np.concatenate(([0], np.cumsum(size - 1)))
         inside = inside - continuations[np.searchsorted(multi, inside)]
     edges = np.zeros(m + 1, dtype=bool)
     edges[0] = edges[m] = True
     edges[inside] = True
     return leading, chars, cls, edges, case
+
+
+def byte_classes(data: bytes, doc_starts):
+    """(raw, cls, edges) as characters gives (leading, chars, cls, edges), but byte by byte: the
+    bytes of a multi-byte character all take its class. For rules that never count characters
+    (gpt2's, but for a whitespace run's last character): no characters taken out and no starts
+    spread back over the bytes, two passes of the four a byte costs."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    cls = np.frombuffer(data.translate(_byte_classes(class_table)), dtype=np.uint8).copy()
+    if raw.max() >= 0x80:
+        multi = np.flatnonzero(raw >= 0xC0)
+        cp, size = _code_points(raw, multi)
+        size = np.minimum(size, len(raw) - multi)  # (valid UTF-8 has no character cut short)
+        cls[spans(multi, size)] = np.repeat(class_table()[cp], size)
+    edges = np.zeros(len(raw) + 1, dtype=bool)
+    edges[0] = edges[-1] = True
+    if doc_starts is not None:
+        inside = np.asarray(doc_starts, dtype=np.int64)
+        edges[inside[(inside > 0) & (inside < len(raw))]] = True
+    return raw, cls, edges
+
+
+def _code_points(raw, multi):
+    """(code point, size in bytes) of the multi-byte characters whose first bytes are at multi."""
+    last = len(raw) - 1  # bytes past the end are read as the last one: no character uses them
+    b0, b1, b2, b3 = (raw[np.minimum(multi + k, last)].astype(np.uint32) for k in range(4))
+    cp = np.where(
+        b0 >= 0xF0, ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F),
+        np.where(b0 >= 0xE0, ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), ((b0 & 0x1F) << 6) | (b1 & 0x3F)),
+    )
+    return cp, 2 + (b0 >= 0xE0).astype(np.int64) + (b0 >= 0xF0)
 
 
 def char_offsets(leading, at):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .characters import SPACE, WHITESPACE, byte_offsets, characters
+from .characters import SPACE, WHITESPACE, byte_classes, byte_offsets
 
 
 def gpt2_piece_starts(data: bytes, doc_starts=None):
@@ -20,13 +20,20 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
     """
     if not data:
         return np.zeros(1, dtype=np.int64)
-    leading, chars, cls, seg, _ = characters(data, doc_starts)
+    chars, cls, seg = byte_classes(data, doc_starts)  # the rules read bytes (ASCII but for classes)
     m = len(cls)
     is_w = cls >= WHITESPACE  # " ", \r and \n are whitespace, save for the rules that name them
     starts = seg[:m].copy()
     starts[1:] |= (cls[1:] != cls[:-1]) & ~(is_w[1:] & is_w[:-1])  # the kind changes
     # the last character of a whitespace run goes with what follows it in the same document
-    starts[:-1] |= is_w[:-1] & ~is_w[1:] & ~seg[1:m]
+    last = is_w[:-1] & ~is_w[1:] & ~seg[1:m]
+    starts[:-1] |= last
+    wide = np.flatnonzero(last & (chars[:-1] >= 0x80))  # the last byte of a multi-byte character (a few)...
+    if len(wide):
+        starts[wide] = False
+        for _ in range(3):  # ...whose first byte starts the piece
+            wide = wide - (chars[wide] < 0xC0)
+        starts[wide] = True
     # a space just before an L, N or O run belongs to that run: no start between them
     starts[1:] &= ~((cls[:-1] == SPACE) & ~is_w[1:] & ~seg[1:m])
     # contractions: an apostrophe that starts a piece, then s|d|m|t or ll|ve|re in the same document
@@ -43,4 +50,4 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
             starts[at + 1] = False
             after = at + length
             starts[after[after < m]] = True
-    return byte_offsets(starts, leading, len(data))
+    return byte_offsets(starts, None, len(data))
