@@ -220,21 +220,19 @@ class _Words:
                 x, r = prv[p], nxt[p]
                 occurrences.append((p, -1 if x == last_right else x, r, nxt[r], weight[p]))
                 last_right = r
-        for p, x, r, y, w in occurrences:
+        for p, x, r, y, w in occurrences:  # (an occurrence's relinking touches no pair a later one reads)
             count[pair_at[x]] -= w
             count[pair_at[r]] -= w
-        count[best] = 0
-        for p, x, r, y, w in occurrences:
             symbols[p], symbols[r], pair_at[p], pair_at[r], nxt[p], prv[y] = new, -1, NO_PAIR, NO_PAIR, y, p
+        count[best] = 0
         prv[-1] = -1
-        # the pairs made: (new, y) at each occurrence, then (x, new) before it; key -> [count, positions...]
+        # the pairs made: (new, y) at each occurrence, (x, new) before it; key -> [count, positions...]
         made: dict[tuple[int, int], list[int]] = {}
         for p, x, r, y, w in occurrences:
             if symbols[y] >= 0:
                 entry = made.setdefault((new, symbols[y]), [0])
                 entry[0] += w
                 entry.append(p)
-        for p, x, r, y, w in occurrences:
             if symbols[x] >= 0:
                 entry = made.setdefault((symbols[x], new), [0])
                 entry[0] += w
