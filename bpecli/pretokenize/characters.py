@@ -101,8 +101,8 @@ def characters(data: bytes, doc_starts, cases: bool = False):
 def byte_classes(data: bytes, doc_starts):
     """(raw, cls, edges) as characters gives (leading, chars, cls, edges), but byte by byte: the
     bytes of a multi-byte character all take its class. For rules that never count characters
-    (gpt2's, but for a whitespace run's last character): no characters taken out and no starts
-    spread back over the bytes, two passes of the four a byte costs."""
+    (gpt2's, but for a whitespace run's last character): the characters are not taken out of the
+    bytes, nor the starts spread back over them (two passes over every byte each)."""
     raw = np.frombuffer(data, dtype=np.uint8)
     cls = np.frombuffer(data.translate(_byte_classes(class_table)), dtype=np.uint8).copy()
     if raw.max() >= 0x80:
@@ -203,12 +203,14 @@ def class_runs(cls, edges):
     return kind, starts, firsts, ends, run_kind, follows
 
 
-def contraction_letters(data: bytes, leading, chars, at, letters_end):
+def contraction_letters(data: bytes, leading, chars, at, letters_end, in_bytes: bool = False):
     """How many letters after the apostrophe at each position `at` make a contraction with it:
     1 for s, d, m, t; 2 for ll, ve, re (any case, ſ as s); else 0. letters_end: where the
-    letters after each apostrophe end."""
+    letters after each apostrophe end. in_bytes: positions and the count are bytes (chars is
+    the raw bytes, leading None): ſ counts 2."""
     nxt = np.concatenate([chars, np.zeros(2, dtype=chars.dtype)]) | 0x20  # ASCII lower case
     c1, c2 = nxt[at + 1], nxt[at + 2]
-    one = np.isin(c1, np.frombuffer(b"sdmt", dtype=np.uint8)) | _is_long_s(data, leading, chars, at + 1)
+    long_s = _is_long_s(data, leading, chars, at + 1)
+    one = np.isin(c1, np.frombuffer(b"sdmt", dtype=np.uint8)) | long_s
     two = ~one & (at + 2 < letters_end) & (((c1 == 0x6C) & (c2 == 0x6C)) | (((c1 == 0x76) | (c1 == 0x72)) & (c2 == 0x65)))
-    return np.where(one, 1, np.where(two, 2, 0))
+    return np.where(one, 1 + (in_bytes & long_s), np.where(two, 2, 0))

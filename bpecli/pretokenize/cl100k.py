@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..arrays import spans
-from .characters import CRLF, LETTER, NUMBER, OTHER, SPACE, WHITESPACE, byte_offsets, characters, contraction_letters
+from .characters import CRLF, LETTER, NUMBER, OTHER, SPACE, WHITESPACE, byte_classes, byte_offsets, contraction_letters
 
 
 def cl100k_piece_starts(data: bytes, doc_starts=None):
-    """gpt2_piece_starts for the cl100k pattern. Its rules, as this reads them, character by
-    character (a start wherever the kind - letter, number, other, whitespace - changes, then):
+    """gpt2_piece_starts for the cl100k pattern. Its rules, as this reads them (a start wherever
+    the kind - letter, number, other, whitespace - changes, then):
     - letters join the one character before them if it is blank (whitespace but \\r and \\n), or
       an other that starts its piece (one other, after no space);
     - others join one space before them, and take the \\r and \\n right after them;
@@ -20,16 +20,18 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
       that ends its document is one piece;
     - an apostrophe that starts a piece and comes before letters takes s, d, m, t, ll, ve or re
       (any case) as a contraction.
-    Only the \\r and \\n (a few in a hundred characters) are looked at one by one: every other
-    rule is a few passes over arrays of flags, none over arrays of runs.
+    The rules read bytes, each with its character's class (characters.byte_classes): those that
+    count characters - one other, the last blank, numbers in threes, ſ in a contraction - mend
+    what multi-byte characters (a few) make them read. Runs of \\r and \\n, digits and
+    apostrophes are taken as positions; every other rule is a few passes over arrays of flags.
 
     Example: b"it's  (x)\\n" -> [0, 2, 4, 5, 7, 8, 10]  ("it", "'s", " ", " (", "x", ")\\n")
     """
     if not data:
         return np.zeros(1, dtype=np.int64)
-    leading, chars, cls, edges, _ = characters(data, doc_starts)
+    raw, cls, edges = byte_classes(data, doc_starts)  # see below for the rules that count characters
     m = len(cls)
-    inner = ~edges[1:m]  # inner[i - 1]: characters i - 1 and i are in one document
+    inner = ~edges[1:m]  # inner[i - 1]: bytes i - 1 and i are in one document
     word = cls < WHITESPACE  # letters, numbers, others; the rest is whitespace of some class
     starts = edges[:m].copy()
     starts[1:] |= (cls[1:] != cls[:-1]) & (word[1:] | word[:-1])
@@ -37,27 +39,41 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
     other = cls == OTHER
     space = cls == SPACE
 
-    # an other starts its piece if it is the first of its run and no space comes before it
+    # multi-byte characters (a few): where each starts and how many bytes it has
+    wide = np.flatnonzero(raw >= 0xC0)
+    wide_size = 2 + (raw[wide] >= 0xE0) + (raw[wide] >= 0xF0).astype(np.int64)
+
+    # an other starts its piece if it is the first of its run and no space comes before it (its
+    # last byte says so for a multi-byte one, as letters after it read that)
     other_starts = other.copy()
     other_starts[1:] &= ~(other[:-1] | space[:-1]) | edges[1:m]
+    wide_other = wide[other[wide]]
+    other_starts[wide_other + wide_size[other[wide]] - 1] = other_starts[wide_other]
     letter = cls[1:] == LETTER
     starts[1:] &= ~(letter & inner & (blank[:-1] | other_starts[:-1]))
     starts[1:] &= ~(other[1:] & space[:-1] & inner)
-    # the last blank of a run of them before a word starts a piece
-    starts[1:-1] |= blank[1:-1] & blank[:-2] & inner[:-1] & word[2:] & inner[1:]
+    # the last blank of a run of them before a word starts a piece (at its first byte)
+    last_blank = blank[1:-1] & blank[:-2] & inner[:-1] & word[2:] & inner[1:]
+    starts[1:-1] |= last_blank
+    if len(wide):
+        at = np.flatnonzero(last_blank & (raw[1:-1] >= 0x80)) + 1
+        starts[at] = False
+        for _ in range(3):
+            at = at - (raw[at] < 0xC0)
+        starts[at] = True
     _after_line_ends(starts, cls, edges, blank, other, word)
-    _numbers_in_threes(starts, cls, edges)
+    _numbers_in_threes(starts, raw, cls, edges)
 
     # an apostrophe that starts a piece before letters: a contraction, then the rest of the letters
-    a = np.flatnonzero(chars[:-1] == 0x27)
+    a = np.flatnonzero(raw[:-1] == 0x27)
     a = a[other_starts[a] & letter[a] & inner[a]]
     if len(a):
-        in_letters = np.append(letter & inner, False)  # in_letters[j - 1]: character j continues the letters before it
+        in_letters = np.append(letter & inner, False)  # in_letters[j - 1]: byte j continues the letters before it
         second, third = in_letters[np.minimum(a + 1, m - 1)], in_letters[np.minimum(a + 2, m - 1)]
         letters_end = a + 2 + second + (second & third)  # as far as a contraction can reach
-        after = a + 1 + contraction_letters(data, leading, chars, a, letters_end)
+        after = a + 1 + contraction_letters(data, None, raw, a, letters_end, in_bytes=True)
         starts[after[(after > a + 1) & (after < letters_end)]] = True
-    return byte_offsets(starts, leading, len(data))
+    return byte_offsets(starts, None, len(data))
 
 
 def _after_line_ends(starts, cls, edges, blank, other, word) -> None:
@@ -94,14 +110,14 @@ def _after_line_ends(starts, cls, edges, blank, other, word) -> None:
     starts[run_after[tail & taken]] = True
 
 
-def _numbers_in_threes(starts, cls, edges) -> None:
-    """Starts every three digits into a run of more than three numbers (within a document)."""
-    digits = np.flatnonzero(cls == NUMBER)  # a few in a hundred characters
+def _numbers_in_threes(starts, raw, cls, edges) -> None:
+    """Starts every three characters into a run of more than three numbers (within a document)."""
+    digits = np.flatnonzero((cls == NUMBER) & ((raw < 0x80) | (raw >= 0xC0)))  # a few in a hundred characters
     if len(digits) < 4:
         return
+    size = np.where(raw[digits] < 0x80, 1, 2 + (raw[digits] >= 0xE0) + (raw[digits] >= 0xF0).astype(np.int64))
     first = np.ones(len(digits), dtype=bool)  # starts a run of them
-    first[1:] = (np.diff(digits) != 1) | edges[digits[1:]]
+    first[1:] = (digits[1:] != digits[:-1] + size[:-1]) | edges[digits[1:]]
     runs = np.flatnonzero(first)
-    size = np.diff(np.append(runs, len(digits)))
-    at, more = digits[runs], (size - 1) // 3  # starts after the run's first
-    starts[np.repeat(at, more) + 3 * (spans(np.zeros_like(more), more) + 1)] = True
+    more = (np.diff(np.append(runs, len(digits))) - 1) // 3  # starts after the run's first
+    starts[digits[np.repeat(runs, more) + 3 * (spans(np.zeros_like(more), more) + 1)]] = True

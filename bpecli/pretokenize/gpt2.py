@@ -20,7 +20,7 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
     """
     if not data:
         return np.zeros(1, dtype=np.int64)
-    chars, cls, seg = byte_classes(data, doc_starts)  # the rules read bytes (ASCII but for classes)
+    raw, cls, seg = byte_classes(data, doc_starts)  # the rules read bytes: only their classes go past ASCII
     m = len(cls)
     is_w = cls >= WHITESPACE  # " ", \r and \n are whitespace, save for the rules that name them
     starts = seg[:m].copy()
@@ -28,18 +28,18 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
     # the last character of a whitespace run goes with what follows it in the same document
     last = is_w[:-1] & ~is_w[1:] & ~seg[1:m]
     starts[:-1] |= last
-    wide = np.flatnonzero(last & (chars[:-1] >= 0x80))  # the last byte of a multi-byte character (a few)...
+    wide = np.flatnonzero(last & (raw[:-1] >= 0x80))  # the last byte of a multi-byte character (a few)...
     if len(wide):
         starts[wide] = False
         for _ in range(3):  # ...whose first byte starts the piece
-            wide = wide - (chars[wide] < 0xC0)
+            wide = wide - (raw[wide] < 0xC0)
         starts[wide] = True
     # a space just before an L, N or O run belongs to that run: no start between them
     starts[1:] &= ~((cls[:-1] == SPACE) & ~is_w[1:] & ~seg[1:m])
     # contractions: an apostrophe that starts a piece, then s|d|m|t or ll|ve|re in the same document
-    apostrophes = np.flatnonzero(starts & (chars == 0x27))
+    apostrophes = np.flatnonzero(starts & (raw == 0x27))
     if len(apostrophes):
-        nxt = np.concatenate([chars, np.zeros(2, dtype=chars.dtype)])
+        nxt = np.concatenate([raw, np.zeros(2, dtype=raw.dtype)])
         same = ~np.concatenate([seg[1:], np.ones(2, dtype=bool)])
         c1, c2 = nxt[apostrophes + 1], nxt[apostrophes + 2]
         ok1, ok2 = same[apostrophes], same[apostrophes + 1]
