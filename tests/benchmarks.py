@@ -86,11 +86,13 @@ t = time.perf_counter(); ids = enc.encode(text, allowed_special="all"); took = t
 SHARD_JOB = """
 import glob
 import numpy as np
+t0 = time.perf_counter()
 from bpecli import Tokenizer
 from bpecli.executor import keep_freed_memory
 from bpecli.shards import write_shards
 keep_freed_memory()  # as `bpecli encode` does
 tok = Tokenizer.load(TOKENIZER)
+setup = time.perf_counter() - t0  # importing bpecli and loading the tokenizer (write_shards builds its tables)
 t = time.perf_counter()
 write_shards(tok, [CORPUS], OUT, workers={workers}, eot=tok.special_tokens[SPECIAL], shard_tokens=10_000_000)
 took = time.perf_counter() - t
@@ -228,7 +230,6 @@ MEMORY_JOBS["gigatoken"] = GIGATOKEN_TRAIN_JOBS["gigatoken"]
 
 GIGATOKEN_SHARD_JOB = r"""
 import numpy as np
-import gigatoken
 from bpecli.files import load, write_tokenizer_json
 from pathlib import Path
 ours = load(TOKENIZER)
@@ -243,7 +244,10 @@ from bpecli import PATTERNS
 name = next(n for n, p in PATTERNS.items() if p == ours.pattern)
 document["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = known[name]
 (Path(OUT) / "tokenizer.json").write_text(json.dumps(document))
+t0 = time.perf_counter()
+import gigatoken
 tok = gigatoken.Tokenizer(OUT + "/tokenizer.json")
+setup = time.perf_counter() - t0  # importing it, loading the tokenizer and building its tables
 eot = ours.special_tokens[SPECIAL]
 t = time.perf_counter()
 docs = tok.encode_files(gigatoken.TextFileSource([CORPUS], separator=SPECIAL))
@@ -326,7 +330,7 @@ def run_job(code: str, values: dict) -> dict:
     """Run code in a new Python; wall time (or the job's own `took`), peak RSS in MiB, and its result."""
     prelude = "import time, json, hashlib\n" + "".join(f"{k} = {v!r}\n" for k, v in values.items())
     epilogue = (
-        "\nif 'ids' in dir(): print(json.dumps({'took': took, 'n': len(ids), "
+        "\nif 'ids' in dir(): print(json.dumps({'took': took, 'n': len(ids), 'setup': globals().get('setup', 0.0), "
         "'sha': hashlib.sha256(str(ids).encode()).hexdigest()}))\n"
     )
     start = time.perf_counter()
@@ -389,6 +393,15 @@ def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
     for peer in peers:
         print(f"ratio {ours} / {peer} wall time: {medians[ours] / medians[peer]:.2f}x "
               f"(throughput {medians[peer] / medians[ours]:.2f}x)")
+    if any(r.get("setup") for rs in runs.values() for r in rs):  # the jobs timed their import and loading too
+        whole = {name: statistics.median(r["seconds"] + r.get("setup", 0.0) for r in rs) for name, rs in runs.items()}
+        for name, rs in runs.items():
+            setups = ", ".join(f"{r.get('setup', 0.0):.2f}" for r in rs)
+            print(f"{name:>14}: with import and loading, median {whole[name]:6.2f} s  {size / whole[name] / 1e6:6.1f} MB/s  "
+                  f"(loading [{setups}])")
+        for peer in peers:
+            print(f"ratio {ours} / {peer}, with import and loading: {whole[ours] / whole[peer]:.2f}x "
+                  f"(throughput {whole[peer] / whole[ours]:.2f}x)")
     shas = {name: {r.get("sha") for r in rs} for name, rs in runs.items()}
     if all(None not in s for s in shas.values()):
         print("ids identical:", len(set().union(*shas.values())) == 1)
