@@ -48,7 +48,7 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
     other_starts = other.copy()
     other_starts[1:] &= ~(other[:-1] | space[:-1]) | edges[1:m]
     wide_other = wide[other[wide]]
-    other_starts[wide_other + wide_size[other[wide]] - 1] = other_starts[wide_other]
+    other_starts[np.minimum(wide_other + wide_size[other[wide]] - 1, m - 1)] = other_starts[wide_other]
     letter = cls[1:] == LETTER
     starts[1:] &= ~(letter & inner & (blank[:-1] | other_starts[:-1]))
     starts[1:] &= ~(other[1:] & space[:-1] & inner)
