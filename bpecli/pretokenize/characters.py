@@ -158,51 +158,6 @@ def byte_offsets(starts, leading, n: int):
     return offsets
 
 
-def split_whitespace(starts, cls, q, k, follows, *, whole_at_end: bool) -> None:
-    """Starts in whitespace runs [q, k) (q: where each run's own pieces begin, k when others took
-    all of it; follows: the kind after it, -1 at a document's end): a piece up to and including
-    its last \\r or \\n, then all but its last character, then that last character, which letters,
-    or (if it is a space) others after it, join. whole_at_end: a run that ends its document is
-    one piece (cl100k's \\s++$; o200k has none)."""
-    live = q < k
-    q, k, follows = q[live], k[live], follows[live]
-    starts[q] = True
-    crlf = np.append(-1, np.flatnonzero(cls == CRLF))
-    last_crlf = crlf[np.searchsorted(crlf, k) - 1]  # the last \r or \n before k (-1: none)
-    cut = last_crlf >= q
-    if whole_at_end:
-        cut &= follows >= 0
-    t = np.where(cut, last_crlf + 1, q)  # where the run's tail without \r or \n starts
-    starts[t[t < k]] = True
-    tail = (t < k) & (follows >= 0)
-    starts[(k - 1)[tail & (k - t >= 2)]] = True
-    joins = tail & ((follows == LETTER) | ((follows == OTHER) & (cls[k - 1] == SPACE)))
-    starts[k[joins]] = False
-
-
-def class_runs(cls, edges):
-    """(kind, starts, firsts, ends, run_kind, follows): each character's kind (letter, number,
-    other, whitespace), a start at every run of one kind within a document, where each run starts
-    and ends, its kind, and the kind of the run after it in the same document (-1: none). The
-    starts also cut numbers into threes, as both cl100k and o200k do."""
-    m = len(cls)
-    kind = np.minimum(cls, np.full_like(cls, WHITESPACE))  # (numpy's minimum with a scalar is 8x slower on uint8)
-    bounds = edges.copy()  # every run's start, then m
-    bounds[1:m] |= kind[1:] != kind[:-1]
-    starts = bounds[:m]
-    firsts_and_m = np.flatnonzero(bounds)
-    firsts, ends = firsts_and_m[:-1], firsts_and_m[1:]
-    run_kind = kind[firsts]
-    follows = np.empty(len(firsts), dtype=np.int8)
-    follows[:-1] = run_kind[1:]
-    follows[np.searchsorted(firsts_and_m, np.flatnonzero(edges[1:]) + 1) - 1] = -1  # runs that end a document
-    long_numbers = np.flatnonzero(run_kind == NUMBER)
-    long_numbers = long_numbers[ends[long_numbers] - firsts[long_numbers] > 3]
-    more = (ends[long_numbers] - firsts[long_numbers] - 1) // 3  # starts after the run's first
-    starts[np.repeat(firsts[long_numbers], more) + 3 * (spans(np.zeros_like(more), more) + 1)] = True
-    return kind, starts, firsts, ends, run_kind, follows
-
-
 def contraction_letters(data: bytes, leading, chars, at, letters_end, in_bytes: bool = False):
     """How many letters after the apostrophe at each position `at` make a contraction with it:
     1 for s, d, m, t; 2 for ll, ve, re (any case, ſ as s); else 0. letters_end: where the

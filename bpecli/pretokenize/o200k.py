@@ -6,8 +6,8 @@ import numpy as np
 
 from ..arrays import spans
 from .characters import (
-    BOTH, CRLF, LETTER, LOWER, MARK, OTHER, UPPER, WHITESPACE, byte_offsets, char_offsets, characters, class_runs,
-    contraction_letters, split_whitespace,
+    BOTH, CRLF, LETTER, LOWER, MARK, NUMBER, OTHER, SPACE, UPPER, WHITESPACE, byte_offsets, char_offsets, characters,
+    contraction_letters,
 )
 from .patterns import PATTERNS, compiled
 
@@ -28,7 +28,7 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
         return np.zeros(1, dtype=np.int64)
     leading, chars, cls, edges, case = characters(data, doc_starts, cases=True)
     m = len(cls)
-    kind, starts, firsts, ends, run_kind, follows = class_runs(cls, edges)
+    kind, starts, firsts, ends, run_kind, follows = _class_runs(cls, edges)
 
     # 1. others followed by \r or \n take the run of \r, \n and / after them (within the document)
     effective = firsts.copy()  # where each run's own pieces start, past what such a run took
@@ -53,7 +53,7 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
     # 2. whitespace runs [q, k): up to the last \r or \n; then all but the last character, which
     # letters, or (a space) others after it, join
     runs = np.flatnonzero(run_kind == WHITESPACE)
-    split_whitespace(starts, cls, effective[runs], ends[runs], follows[runs], whole_at_end=False)
+    _split_whitespace(starts, cls, effective[runs], ends[runs], follows[runs])
 
     # 3. others: one character that starts a piece before letters joins them, unless it is an
     # apostrophe whose letters make a contraction of the word before it
@@ -138,3 +138,46 @@ def _split_words(starts, case, effective, firsts, ends, run_kind) -> None:
     last_both = np.append(-1, both)[np.searchsorted(both, end)]
     split = (last_both >= stretch) & (last_both + 1 < end)
     starts[last_both[split] + 1] = True
+
+
+def _split_whitespace(starts, cls, q, k, follows) -> None:
+    """Starts in whitespace runs [q, k) (q: where each run's own pieces begin, k when others took
+    all of it; follows: the kind after it, -1 at a document's end): a piece up to and including
+    its last \\r or \\n, then all but its last character, then that last character, which letters,
+    or (if it is a space) others after it, join (also at the end of a document: o200k has no
+    \\s++$)."""
+    live = q < k
+    q, k, follows = q[live], k[live], follows[live]
+    starts[q] = True
+    crlf = np.append(-1, np.flatnonzero(cls == CRLF))
+    last_crlf = crlf[np.searchsorted(crlf, k) - 1]  # the last \r or \n before k (-1: none)
+    cut = last_crlf >= q
+    t = np.where(cut, last_crlf + 1, q)  # where the run's tail without \r or \n starts
+    starts[t[t < k]] = True
+    tail = (t < k) & (follows >= 0)
+    starts[(k - 1)[tail & (k - t >= 2)]] = True
+    joins = tail & ((follows == LETTER) | ((follows == OTHER) & (cls[k - 1] == SPACE)))
+    starts[k[joins]] = False
+
+
+def _class_runs(cls, edges):
+    """(kind, starts, firsts, ends, run_kind, follows): each character's kind (letter, number,
+    other, whitespace), a start at every run of one kind within a document, where each run starts
+    and ends, its kind, and the kind of the run after it in the same document (-1: none). The
+    starts also cut numbers into threes."""
+    m = len(cls)
+    kind = np.minimum(cls, np.full_like(cls, WHITESPACE))  # (numpy's minimum with a scalar is 8x slower on uint8)
+    bounds = edges.copy()  # every run's start, then m
+    bounds[1:m] |= kind[1:] != kind[:-1]
+    starts = bounds[:m]
+    firsts_and_m = np.flatnonzero(bounds)
+    firsts, ends = firsts_and_m[:-1], firsts_and_m[1:]
+    run_kind = kind[firsts]
+    follows = np.empty(len(firsts), dtype=np.int8)
+    follows[:-1] = run_kind[1:]
+    follows[np.searchsorted(firsts_and_m, np.flatnonzero(edges[1:]) + 1) - 1] = -1  # runs that end a document
+    long_numbers = np.flatnonzero(run_kind == NUMBER)
+    long_numbers = long_numbers[ends[long_numbers] - firsts[long_numbers] > 3]
+    more = (ends[long_numbers] - firsts[long_numbers] - 1) // 3  # starts after the run's first
+    starts[np.repeat(firsts[long_numbers], more) + 3 * (spans(np.zeros_like(more), more) + 1)] = True
+    return kind, starts, firsts, ends, run_kind, follows
