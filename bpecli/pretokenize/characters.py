@@ -129,6 +129,14 @@ def _code_points(raw, multi):
     return cp, 2 + (b0 >= 0xE0).astype(np.int64) + (b0 >= 0xF0)
 
 
+def first_bytes(raw, at):
+    """The first byte of the character each byte offset in at falls in (UTF-8: back over its
+    10xxxxxx bytes, three at most)."""
+    for _ in range(3):
+        at = at - ((raw[at] & 0xC0) == 0x80)
+    return at
+
+
 def char_offsets(leading, at):
     """The byte offset of each character number in at (see characters: leading)."""
     return at if leading is None else np.flatnonzero(leading)[at]

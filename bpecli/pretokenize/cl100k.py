@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..arrays import spans
-from .characters import CRLF, LETTER, NUMBER, OTHER, SPACE, WHITESPACE, byte_classes, byte_offsets, contraction_letters
+from .characters import (
+    CRLF, LETTER, NUMBER, OTHER, SPACE, WHITESPACE, byte_classes, byte_offsets, contraction_letters, first_bytes,
+)
 
 
 def cl100k_piece_starts(data: bytes, doc_starts=None):
@@ -58,9 +60,7 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
     if len(wide):
         at = np.flatnonzero(last_blank & (raw[1:-1] >= 0x80)) + 1
         starts[at] = False
-        for _ in range(3):
-            at = at - (raw[at] < 0xC0)
-        starts[at] = True
+        starts[first_bytes(raw, at)] = True
     _after_line_ends(starts, cls, edges, blank, other, word)
     _numbers_in_threes(starts, raw, cls, edges)
 

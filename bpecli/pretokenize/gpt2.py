@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .characters import SPACE, WHITESPACE, byte_classes, byte_offsets
+from .characters import SPACE, WHITESPACE, byte_classes, byte_offsets, first_bytes
 
 
 def gpt2_piece_starts(data: bytes, doc_starts=None):
@@ -29,11 +29,9 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
     last = is_w[:-1] & ~is_w[1:] & ~seg[1:m]
     starts[:-1] |= last
     wide = np.flatnonzero(last & (raw[:-1] >= 0x80))  # the last byte of a multi-byte character (a few)...
-    if len(wide):
+    if len(wide):  # ...whose first byte starts the piece
         starts[wide] = False
-        for _ in range(3):  # ...whose first byte starts the piece
-            wide = wide - (raw[wide] < 0xC0)
-        starts[wide] = True
+        starts[first_bytes(raw, wide)] = True
     # a space just before an L, N or O run belongs to that run: no start between them
     starts[1:] &= ~((cls[:-1] == SPACE) & ~is_w[1:] & ~seg[1:m])
     # contractions: an apostrophe that starts a piece, then s|d|m|t or ll|ve|re in the same document
