@@ -99,12 +99,14 @@ def characters(data: bytes, doc_starts, cases: bool = False):
 
 
 def byte_classes(data: bytes, doc_starts):
-    """(raw, cls, edges) as characters gives (leading, chars, cls, edges), but byte by byte: the
-    bytes of a multi-byte character all take its class. For rules that never count characters
-    (gpt2's, but for a whitespace run's last character): the characters are not taken out of the
-    bytes, nor the starts spread back over them (two passes over every byte each)."""
+    """(raw, cls, edges, multi) as characters gives (leading, chars, cls, edges), but byte by
+    byte: the bytes of a multi-byte character all take its class; multi: where those characters
+    start (a few). For rules that count characters rarely (gpt2's, cl100k's): the characters are
+    not taken out of the bytes, nor the starts spread back over them (two passes over every byte
+    each)."""
     raw = np.frombuffer(data, dtype=np.uint8)
     cls = np.frombuffer(data.translate(_byte_classes(class_table)), dtype=np.uint8).copy()
+    multi = np.zeros(0, dtype=np.int64)
     if raw.max() >= 0x80:
         multi = np.flatnonzero(raw >= 0xC0)
         cp, size = _code_points(raw, multi)
@@ -115,7 +117,12 @@ def byte_classes(data: bytes, doc_starts):
     if doc_starts is not None:
         inside = np.asarray(doc_starts, dtype=np.int64)
         edges[inside[(inside > 0) & (inside < len(raw))]] = True
-    return raw, cls, edges
+    return raw, cls, edges, multi
+
+
+def char_sizes(first):
+    """How many bytes each UTF-8 character has, by its first byte (1 for ASCII)."""
+    return 1 + (first >= 0xC0) + (first >= 0xE0).astype(np.int64) + (first >= 0xF0)
 
 
 def _code_points(raw, multi):
@@ -126,7 +133,7 @@ def _code_points(raw, multi):
         b0 >= 0xF0, ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F),
         np.where(b0 >= 0xE0, ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), ((b0 & 0x1F) << 6) | (b1 & 0x3F)),
     )
-    return cp, 2 + (b0 >= 0xE0).astype(np.int64) + (b0 >= 0xF0)
+    return cp, char_sizes(b0)
 
 
 def first_bytes(raw, at):

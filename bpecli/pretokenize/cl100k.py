@@ -6,7 +6,8 @@ import numpy as np
 
 from ..arrays import spans
 from .characters import (
-    CRLF, LETTER, NUMBER, OTHER, SPACE, WHITESPACE, byte_classes, byte_offsets, contraction_letters, first_bytes,
+    CRLF, LETTER, NUMBER, OTHER, SPACE, WHITESPACE, byte_classes, byte_offsets, char_sizes, contraction_letters,
+    first_bytes,
 )
 
 
@@ -31,7 +32,7 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
     """
     if not data:
         return np.zeros(1, dtype=np.int64)
-    raw, cls, edges = byte_classes(data, doc_starts)  # see below for the rules that count characters
+    raw, cls, edges, wide = byte_classes(data, doc_starts)  # wide: where multi-byte characters start
     m = len(cls)
     inner = ~edges[1:m]  # inner[i - 1]: bytes i - 1 and i are in one document
     word = cls < WHITESPACE  # letters, numbers, others; the rest is whitespace of some class
@@ -41,16 +42,12 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
     other = cls == OTHER
     space = cls == SPACE
 
-    # multi-byte characters (a few): where each starts and how many bytes it has
-    wide = np.flatnonzero(raw >= 0xC0)
-    wide_size = 2 + (raw[wide] >= 0xE0) + (raw[wide] >= 0xF0).astype(np.int64)
-
     # an other starts its piece if it is the first of its run and no space comes before it (its
     # last byte says so for a multi-byte one, as letters after it read that)
     other_starts = other.copy()
     other_starts[1:] &= ~(other[:-1] | space[:-1]) | edges[1:m]
     wide_other = wide[other[wide]]
-    other_starts[np.minimum(wide_other + wide_size[other[wide]] - 1, m - 1)] = other_starts[wide_other]
+    other_starts[np.minimum(wide_other + char_sizes(raw[wide_other]) - 1, m - 1)] = other_starts[wide_other]
     letter = cls[1:] == LETTER
     starts[1:] &= ~(letter & inner & (blank[:-1] | other_starts[:-1]))
     starts[1:] &= ~(other[1:] & space[:-1] & inner)
@@ -115,7 +112,7 @@ def _numbers_in_threes(starts, raw, cls, edges) -> None:
     digits = np.flatnonzero((cls == NUMBER) & ((raw < 0x80) | (raw >= 0xC0)))  # a few in a hundred characters
     if len(digits) < 4:
         return
-    size = np.where(raw[digits] < 0x80, 1, 2 + (raw[digits] >= 0xE0) + (raw[digits] >= 0xF0).astype(np.int64))
+    size = char_sizes(raw[digits])
     first = np.ones(len(digits), dtype=bool)  # starts a run of them
     first[1:] = (digits[1:] != digits[:-1] + size[:-1]) | edges[digits[1:]]
     runs = np.flatnonzero(first)

@@ -20,7 +20,7 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
     """
     if not data:
         return np.zeros(1, dtype=np.int64)
-    raw, cls, seg = byte_classes(data, doc_starts)  # the rules read bytes: only their classes go past ASCII
+    raw, cls, seg, _ = byte_classes(data, doc_starts)  # the rules read bytes: only their classes go past ASCII
     m = len(cls)
     is_w = cls >= WHITESPACE  # " ", \r and \n are whitespace, save for the rules that name them
     starts = seg[:m].copy()
