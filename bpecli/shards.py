@@ -344,10 +344,11 @@ def _prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
     """The finished manifest if out holds this very run complete; else the shards kept from an
     interrupted run of it (checksums verified), with everything else of ours cleared away."""
     manifest_path, journal_path = out / MANIFEST, out / JOURNAL
-    if not manifest_path.exists() and not journal_path.exists():
+    records = [path for path in (manifest_path, journal_path) if path.exists()]
+    if not any(map(_written_by_bpecli, records)):
         # shard names in a folder bpecli has no record in are someone else's (nanoGPT's own
-        # train.bin, say): never replaced, --force or not
-        foreign = sorted(p.name for p in out.iterdir() if _SHARD_NAME.fullmatch(p.name))
+        # train.bin, say), and so is a manifest.json it did not write: never replaced, --force or not
+        foreign = sorted([p.name for p in out.iterdir() if _SHARD_NAME.fullmatch(p.name)] + [p.name for p in records])
         if foreign:
             named = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
             raise OutputError(f"{out} holds {named}, which bpecli has no record of writing; move them away "
@@ -377,6 +378,17 @@ def _prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
             kept.append(shard)
     _clear(out, keep={name for shard in kept for name in (shard["file"], shard.get("index"))})
     return [dict(shard, parts=recorded) for shard in kept]
+
+
+def _written_by_bpecli(path: Path) -> bool:
+    """Whether a manifest or journal is bpecli's, however damaged its other fields: a JSON object
+    whose settings carry a format_version (bpecli writes it whole, by a rename, or not at all)."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    settings = document.get("settings", document) if isinstance(document, dict) else None
+    return isinstance(settings, dict) and "format_version" in settings
 
 
 def _clear(out: Path, keep: set) -> None:

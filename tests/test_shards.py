@@ -526,3 +526,25 @@ def test_shard_names_bpecli_has_no_record_of_are_never_replaced(gpt2, sample_fil
             write_shards(gpt2, [str(sample_file)], out, shard_format="nanogpt", force=force)
     assert (out / "train.bin").read_bytes() == b"their tokens"
     assert sorted(p.name for p in out.iterdir()) == [LOCK, "prepare.py", "train.bin"]
+
+
+def test_a_manifest_bpecli_did_not_write_is_no_record(gpt2, sample_file, tmp_path):
+    """Someone else's manifest.json (another tool's, or not JSON) beside shard names: refused,
+    --force or not, and everything kept; a damaged manifest of bpecli's own still rebuilds."""
+    out = tmp_path / "data"
+    out.mkdir()
+    for theirs in ("not json", '{"name": "another tool"}'):
+        (out / "manifest.json").write_text(theirs)
+        (out / "shard_00000.npy").write_bytes(b"their tokens")
+        for force in (False, True):
+            with pytest.raises(OutputError, match="holds manifest.json, shard_00000.npy, which bpecli has no record of writing"):
+                write_shards(gpt2, [str(sample_file)], out, force=force)
+        assert (out / "manifest.json").read_text() == theirs and (out / "shard_00000.npy").read_bytes() == b"their tokens"
+    (out / "shard_00000.npy").unlink()
+    (out / "manifest.json").unlink()
+    write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000)
+    (out / "manifest.json").write_text(json.dumps({**json.loads((out / "manifest.json").read_text()), "shards": None}))
+    with pytest.raises(OutputError, match="damaged"):
+        write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000)
+    assert write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, force=True).status == "written"
+    assert verify(out) == []
