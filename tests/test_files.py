@@ -88,6 +88,8 @@ def test_save_refuses_to_overwrite_without_force(trained, tmp_path):
     "name, content, message",
     [
         ("x.tiktoken", "not base64 at all!\n", "error parsing line"),
+        ("x.tiktoken", "YQ== 0\nYg 1\n", r"x.tiktoken:2: error parsing line 'Yg 1'"),  # padding missing
+        ("x.tiktoken", "YQ== 0\nY=Q= 1\n", r"x.tiktoken:2: error parsing line"),
         ("x.tiktoken", "YQ== 0\n", "byte tokens are missing"),
         ("tokenizer.json", "{broken", "not valid JSON"),
         ("tokenizer.json", '{"model": {"type": "WordPiece", "vocab": {}}}', "byte-level BPE only"),
