@@ -146,12 +146,9 @@ class BulkEncoder:
         after, before = text[1:], text[:-1]
         at = np.flatnonzero((after >= 0xC0) | ((after < 0x80) & (before >= 0x80))) + 1
         at = at[~self.vocab.inner_byte_pairs[text[at - 1].astype(np.int64) << 8 | text[at]]]
-        if not len(at):
-            return bounds
-        is_bound = np.zeros(len(text) + 1, dtype=bool)
-        is_bound[bounds] = True
-        is_bound[at] = True
-        return np.flatnonzero(is_bound)
+        where = np.searchsorted(bounds, at)  # (bounds ends with len(data), past every cut)
+        new = bounds[where] != at
+        return np.insert(bounds, where[new], at[new])
 
 
 def join_encoded(results: list[tuple]):

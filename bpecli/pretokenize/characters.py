@@ -162,15 +162,12 @@ def _is_long_s(data: bytes, leading, chars, at):
 
 def byte_offsets(starts, leading, n: int):
     """The byte offset of each character where starts is True, then n."""
-    if leading is not None:  # the starts, spread back over the bytes
-        spread = np.zeros(n, dtype=bool)
-        spread[leading] = starts
-        starts = spread
-    index = np.flatnonzero(starts)
-    offsets = np.empty(len(index) + 1, dtype=np.int64)
-    offsets[:-1] = index
-    offsets[-1] = n
-    return offsets
+    if leading is None:
+        return np.flatnonzero(np.append(starts, True))  # (n: the flag after the last byte)
+    spread = np.zeros(n + 1, dtype=bool)  # the starts, spread back over the bytes
+    spread[:n][leading] = starts
+    spread[n] = True
+    return np.flatnonzero(spread)
 
 
 def contraction_letters(data: bytes, leading, chars, at, letters_end, in_bytes: bool = False):
