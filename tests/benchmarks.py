@@ -17,8 +17,11 @@
 
 Each job runs in a fresh process, several times; the median wall time, the ratio bpecli / peer,
 and the peak memory summed over the job's processes (PSS: a page shared by forked workers counts
-once in all, sampled every 50 ms) are printed. The default corpus is ../shared/corpora/kernel-docs.txt.gz,
-unpacked once into the system's temporary folder.
+once in all, sampled every 50 ms) are printed. The memory is taken in one more run, whose time is
+not counted: reading a process's memory map takes its memory lock, which slows a process that
+allocates (measured: 0.35 s of bpecli's 1.6 s encode --out with 3 processes, 0.03 s of
+gigatoken's 1 s). The default corpus is ../shared/corpora/kernel-docs.txt.gz, unpacked once into
+the system's temporary folder.
 """
 
 from __future__ import annotations
@@ -326,8 +329,9 @@ def pathological_corpora() -> dict[str, str]:
     return {"'a' * 20 MB": str(one_letter), "20 MB without spaces": str(no_spaces)}
 
 
-def run_job(code: str, values: dict) -> dict:
-    """Run code in a new Python; wall time (or the job's own `took`), peak RSS in MiB, and its result."""
+def run_job(code: str, values: dict, sample_memory: bool = False) -> dict:
+    """Run code in a new Python; wall time (or the job's own `took`), its result, and if asked
+    the peak PSS in MiB (see _sample_memory)."""
     prelude = "import time, json, hashlib\n" + "".join(f"{k} = {v!r}\n" for k, v in values.items())
     epilogue = (
         "\nif 'ids' in dir(): print(json.dumps({'took': took, 'n': len(ids), 'setup': globals().get('setup', 0.0), "
@@ -337,10 +341,12 @@ def run_job(code: str, values: dict) -> dict:
     proc = subprocess.Popen([sys.executable, "-c", prelude + code + epilogue], stdout=subprocess.PIPE, text=True)
     peak = [0]
     sampler = threading.Thread(target=_sample_memory, args=(proc, peak), daemon=True)
-    sampler.start()
+    if sample_memory:
+        sampler.start()
     out = proc.stdout.read()
     proc.wait()
-    sampler.join()
+    if sample_memory:
+        sampler.join()
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"benchmark job failed with status {proc.returncode}")
@@ -378,15 +384,20 @@ def _sample_memory(proc: subprocess.Popen, peak: list) -> None:
 
 def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
     runs: dict[str, list[dict]] = {name: [] for name in jobs}
-    for _ in range(repeat):  # interleaved, so that noise on the shared machine hits both alike
+    peaks: dict[str, float] = {}
+    for number in range(repeat + 1):  # interleaved, so that noise on the shared machine hits both alike
         for name, code in jobs.items():
             out = tempfile.mkdtemp(prefix="bpecli-bench-")
-            runs[name].append(run_job(code, {**values, "OUT": out + "/tok"}))
+            result = run_job(code, {**values, "OUT": out + "/tok"}, sample_memory=number == repeat)
             shutil.rmtree(out, ignore_errors=True)
+            if number < repeat:
+                runs[name].append(result)
+            else:  # the memory round
+                peaks[name] = result["peak_mib"]
     medians = {name: statistics.median(r["seconds"] for r in rs) for name, rs in runs.items()}
     for name, rs in runs.items():
         times = ", ".join(f"{r['seconds']:.2f}" for r in rs)
-        peak = max(r["peak_mib"] for r in rs)
+        peak = peaks[name]
         print(f"{name:>14}: median {medians[name]:6.2f} s  {size / medians[name] / 1e6:6.1f} MB/s  "
               f"peak {peak:6.0f} MiB  runs [{times}]")
     ours, *peers = list(medians)
