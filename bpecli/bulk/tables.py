@@ -102,25 +102,49 @@ class Vocabulary:
 
 
 class PairTable:
-    """Pair keys (left * base + right) -> the rank of the joined token, kept in a PieceTable of
-    one-word pieces (see PieceTable.find) so that numpy looks up many at once: the key plus one
-    as a piece's low word (0 stays "empty"), hashed by one multiplication (the keys are no
-    adversary's: they are the vocabulary's own pairs and the pairs BPE meets)."""
+    """Pair keys (left * base + right) -> the rank of the joined token, in an open-addressing
+    table (linear probing; -1 marks a free slot) that numpy looks up many keys at once. A key's
+    first slot is the top bits of the key times an odd constant (the keys are no adversary's:
+    they are the vocabulary's own pairs and the pairs BPE meets)."""
 
     MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd, its bits well spread: 2**64 over the golden ratio
 
     def __init__(self, keys, values, base: int):
         self.base = base
-        low = keys.astype(np.uint64) + np.uint64(1)
-        self.table = PieceTable.of(low, np.ones(len(keys), dtype=np.uint64), values, low * self.MULTIPLIER)
+        bits = max(4, (4 * len(keys)).bit_length())  # a quarter of the slots or fewer taken: probes are short
+        self.shift, self.mask = np.uint64(64 - bits), (1 << bits) - 1
+        self.keys = np.full(1 << bits, -1, dtype=np.int64)
+        self.ranks = np.full(1 << bits, NO_RANK, dtype=np.int64)
+        todo, slots = np.arange(len(keys)), self._slots(keys)
+        while len(todo):  # each round, every free slot takes one of the keys that want it
+            free = np.flatnonzero(self.keys[slots] < 0)
+            self.keys[slots[free]] = keys[todo[free]]  # of several writes to one slot, one stays
+            placed = free[self.keys[slots[free]] == keys[todo[free]]]
+            self.ranks[slots[placed]] = values[todo[placed]]
+            rest = np.ones(len(todo), dtype=bool)
+            rest[placed] = False
+            todo, slots = todo[rest], (slots[rest] + 1) & self.mask
+
+    def _slots(self, keys):
+        return ((np.asarray(keys, dtype=np.int64).view(np.uint64) * self.MULTIPLIER) >> self.shift).view(np.int64)
 
     def lookup(self, wanted):
-        """The value of each key in wanted; NO_RANK for a key that is not in the table."""
+        """The rank of each key in wanted; NO_RANK for a key that is not in the table."""
         if len(wanted) > LOOKUP_BLOCK:
             return np.concatenate([self.lookup(wanted[at : at + LOOKUP_BLOCK]) for at in range(0, len(wanted), LOOKUP_BLOCK)])
-        low = wanted.astype(np.uint64) + np.uint64(1)
-        slots = self.table.find(low, None, low * self.MULTIPLIER)
-        return np.where(slots >= 0, self.table.value[slots], NO_RANK)
+        slots = self._slots(wanted)
+        found = self.keys[slots]
+        hit = found == wanted
+        ranks = np.where(hit, self.ranks[slots], NO_RANK)
+        todo = np.flatnonzero(~hit & (found >= 0))  # another key holds the slot: look on
+        slots = (slots[todo] + 1) & self.mask
+        while len(todo):
+            found = self.keys[slots]
+            hit = found == wanted[todo]
+            ranks[todo[hit]] = self.ranks[slots[hit]]
+            go_on = ~hit & (found >= 0)
+            todo, slots = todo[go_on], (slots[go_on] + 1) & self.mask
+        return ranks
 
 
 class PieceTable:
@@ -140,28 +164,24 @@ class PieceTable:
         self.count = 0
 
     @classmethod
-    def of(cls, low, high, values, mixed=None) -> PieceTable:
-        """A table of distinct pieces whose values are values (mixed: their hashes, if not piece_hash)."""
+    def of(cls, low, high, values) -> PieceTable:
+        """A table of distinct pieces whose values are values."""
         table = cls(max(16, (4 * len(low)).bit_length()))
-        table._place(low, high, piece_hash(low, high) if mixed is None else mixed, values)
+        table._place(low, high, piece_hash(low, high), values)
         return table
 
     def find(self, low, high, mixed):
         """The slot of each piece, or -1 where the table does not have it. Most pieces are found
-        (or found missing) in their first slot: that round is over all of them, the others over few.
-        high None: one-word pieces, in a table whose pieces all have the same high word and a
-        low word other than 0 (PairTable's): only the low words are read and compared."""
-        one_word = high is None
-        words = self.low if one_word else self.high  # the word that is 0 in an empty slot only
+        (or found missing) in their first slot: that round is over all of them, the others over few."""
         slots = (mixed >> self.shift).astype(np.intp)
-        found = words[slots]
-        hit = (found == low) if one_word else (found == high) & (self.low[slots] == low)
+        found = self.high[slots]  # 0 in an empty slot only (a piece's high word holds its length)
+        hit = (found == high) & (self.low[slots] == low)
         out = np.where(hit, slots, -1)
         todo = np.flatnonzero(~hit & (found != 0))
         slots = (slots[todo] + 1) & self.mask
         while len(todo):
-            found = words[slots]
-            hit = (found == low[todo]) if one_word else (found == high[todo]) & (self.low[slots] == low[todo])
+            found = self.high[slots]
+            hit = (found == high[todo]) & (self.low[slots] == low[todo])
             out[todo[hit]] = slots[hit]
             go_on = ~hit & (found != 0)
             todo, slots = todo[go_on], (slots[go_on] + 1) & self.mask
