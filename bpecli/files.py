@@ -24,6 +24,7 @@ from .pretokenize import PATTERNS, resolve_pattern
 from .tokenizer import Tokenizer
 
 FORMAT_VERSION = 1
+MAX_ID = 2**31 - 2  # ids and ranks are int32 in the bulk engine, which keeps 2**31 - 1 for "no rank"
 
 # The special tokens of tiktoken's encodings, known by the number of ordinary tokens they have.
 SPECIAL_PRESETS = {
@@ -729,5 +730,8 @@ def _checked(path: Path, ranks: dict[bytes, int], specials: dict[str, int], patt
         raise TokenizerFileError(f"{path}: not a byte-level BPE: {len(missing)} of the 256 byte tokens are missing")
     if len(set(ranks.values()) | set(specials.values())) != len(ranks) + len(specials):
         raise TokenizerFileError(f"{path}: two tokens share one id")
+    ids = [*ranks.values(), *specials.values()]
+    if min(ids) < 0 or max(ids) > MAX_ID:
+        raise TokenizerFileError(f"{path}: id {min(ids) if min(ids) < 0 else max(ids)} is out of range: bpecli's ids are 0 to {MAX_ID:,}")
     return Tokenizer(ranks=ranks, special_tokens=dict(specials), pattern=pattern, files=tuple(map(str, files)),
                      normalize=normalize)

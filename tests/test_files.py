@@ -1,5 +1,6 @@
 """Written tokenizer files load in Hugging Face tokenizers and tiktoken and give bpecli's ids."""
 
+import base64
 import json
 
 import pytest
@@ -103,6 +104,14 @@ def test_corrupt_tokenizer_files_are_clear_errors(tmp_path, name, content, messa
     path.write_text(content)
     with pytest.raises(BpecliError, match=message):
         Tokenizer.load(path)
+
+
+@pytest.mark.parametrize("rank", [-1, 2**31 - 1])
+def test_ids_out_of_int32_range_are_clear_errors(tmp_path, rank):
+    lines = [f"{base64.b64encode(bytes([b])).decode()} {b}" for b in range(256)] + [f"YWI= {rank}"]
+    (tmp_path / "x.tiktoken").write_text("\n".join(lines) + "\n")
+    with pytest.raises(BpecliError, match=rf"x.tiktoken: id {rank} is out of range: bpecli's ids are 0 to 2,147,483,646"):
+        Tokenizer.load(tmp_path / "x.tiktoken")
 
 
 def test_a_file_inside_a_trained_folder_loads_with_the_folder_settings(tmp_path, fixtures):
