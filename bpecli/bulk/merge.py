@@ -95,32 +95,35 @@ def bpe_rounds(vocab: Vocabulary, symbols, sizes):
     merges after it wait for a later round.
     """
     pairs = vocab.pair_table
-    base, none = pairs.base, np.int64(NO_RANK)
-    owner = np.repeat(np.arange(len(sizes)), sizes)  # the piece of each symbol, ascending
-    first = np.ones(len(symbols), dtype=bool)  # the symbol starts its piece
-    first[1:] = owner[1:] != owner[:-1]
-    # the rank of each symbol's pair with the next one in its piece (none at a piece's end);
+    base = pairs.base
+    piece = np.flatnonzero(sizes)  # the piece of each segment of symbols still merging
+    first = np.zeros(len(symbols), dtype=bool)  # the symbol starts its segment
+    first[(np.cumsum(sizes) - sizes)[piece]] = True
+    # the rank of each symbol's pair with the next one in its piece (NO_RANK at a piece's end);
     # looked up once here, then only beside each merge
-    pair_rank = np.full(len(symbols), none, dtype=np.int64)
+    pair_rank = np.full(len(symbols), NO_RANK, dtype=np.int32)
     inner = np.flatnonzero(~first[1:])
     pair_rank[inner] = pairs.lookup(symbols[inner] * base + symbols[inner + 1])
     done_symbols, done_owners = [], []
     while len(symbols):
-        best = np.minimum.reduceat(pair_rank, np.flatnonzero(first))
-        finished = best == none
+        starts = np.flatnonzero(first)
+        best = np.minimum.reduceat(pair_rank, starts)
+        finished = best == NO_RANK
         if finished.any():  # pieces with nothing left to merge are done
-            finished_symbols = finished[np.cumsum(first) - 1]
+            lengths = np.diff(starts, append=len(symbols))
+            finished_symbols = np.repeat(finished, lengths)
             done_symbols.append(symbols[finished_symbols])
-            done_owners.append(owner[finished_symbols])
+            done_owners.append(np.repeat(piece[finished], lengths[finished]))
             keep = ~finished_symbols
-            symbols, owner, pair_rank, first = symbols[keep], owner[keep], pair_rank[keep], first[keep]
-            best = best[~finished]
+            symbols, pair_rank, first = symbols[keep], pair_rank[keep], first[keep]
+            best, piece = best[~finished], piece[~finished]
         if len(best) <= FEW_PIECES:  # a round's numpy calls cost more than a few pieces in Python
             decoder = vocab.decoder
-            for piece in np.unique(owner).tolist():
-                ids = encode_piece(vocab, b"".join(map(decoder.__getitem__, symbols[owner == piece].tolist())))
+            bounds = np.append(np.flatnonzero(first), len(symbols)).tolist()
+            for i, owner in enumerate(piece.tolist()):
+                ids = encode_piece(vocab, b"".join(map(decoder.__getitem__, symbols[bounds[i] : bounds[i + 1]].tolist())))
                 done_symbols.append(np.array(ids, dtype=np.int64))
-                done_owners.append(np.full(len(ids), piece))
+                done_owners.append(np.full(len(ids), owner))
             break
         # merge the lowest-rank pairs of every piece: the left symbol becomes the joined token
         # (its id is its rank), the right one goes
@@ -131,14 +134,14 @@ def bpe_rounds(vocab: Vocabulary, symbols, sizes):
         symbols[at] = pair_rank[at]
         keep = np.ones(len(symbols), dtype=bool)
         keep[at + 1] = False
-        symbols, owner, pair_rank, first = symbols[keep], owner[keep], pair_rank[keep], first[keep]
+        symbols, pair_rank, first = symbols[keep], pair_rank[keep], first[keep]
         # only the pairs beside each merged symbol change; it moved left by one per merge before it
         at -= np.arange(len(at))
         n = len(symbols)
         has_next = at + 1 < n
         has_next[has_next] = ~first[at[has_next] + 1]
         has_prev = ~first[at]
-        pair_rank[at] = none
+        pair_rank[at] = NO_RANK
         touched = np.concatenate([at[has_next], at[has_prev] - 1])
         pair_rank[touched] = pairs.lookup(symbols[touched] * base + symbols[touched + 1])
     owners = np.concatenate([np.zeros(0, dtype=np.int64), *done_owners])
@@ -158,7 +161,7 @@ def _first_merges(pairs, symbols, first, pair_rank, at, segment):
     looked = np.flatnonzero(several)
     a, piece = at[looked], segment[looked]
     base, n = pairs.base, len(symbols)
-    rank = pair_rank[a]
+    rank = pair_rank[a].astype(np.int64)  # (int32: times base it would overflow)
     lower = np.zeros(len(a), dtype=bool)
     after = a + 2
     has_after = after < n
@@ -192,7 +195,7 @@ def bpe_long(vocab: Vocabulary, text, starts, sizes):
     it wait for a later round.
     """
     pairs = vocab.pair_table
-    base, none = pairs.base, np.int32(np.iinfo(np.int32).max)
+    base, none = pairs.base, NO_RANK
     n = int(sizes.sum())
     reach = vocab.longest_token  # bytes: no merge BPE makes spans more
     # one int32 per byte for each array: the symbols, the links, and the rank of the pair
@@ -209,8 +212,7 @@ def bpe_long(vocab: Vocabulary, text, starts, sizes):
     heap: list[int] = []
 
     def lookup(left, right):  # the rank of each pair (left, right), none where it is no token
-        found = pairs.lookup(left.astype(np.int64) * base + right)
-        return np.where(found == NO_RANK, none, found).astype(np.int32)
+        return pairs.lookup(left.astype(np.int64) * base + right)
 
     def put(r: int, group) -> None:  # pairs of rank r, waiting in its bucket
         if r not in buckets:

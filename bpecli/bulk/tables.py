@@ -11,7 +11,7 @@ from ..arrays import spans
 from ..bpe import BYTE_TOKENS
 from .packing import PACKED_BYTES, distinct_packed, pack_spans, piece_hash
 
-NO_RANK = 1 << 62  # what a lookup gives for a pair that is no token
+NO_RANK = np.int32(np.iinfo(np.int32).max)  # what a lookup gives for a pair that is no token (ranks are int32)
 # Lookups of more pairs than this go in blocks, so their temporaries stay small.
 LOOKUP_BLOCK = 1 << 20
 
@@ -114,7 +114,7 @@ class PairTable:
         bits = max(4, (4 * len(keys)).bit_length())  # a quarter of the slots or fewer taken: probes are short
         self.shift, self.mask = np.uint64(64 - bits), (1 << bits) - 1
         self.keys = np.full(1 << bits, -1, dtype=np.int64)
-        self.ranks = np.full(1 << bits, NO_RANK, dtype=np.int64)
+        self.ranks = np.full(1 << bits, NO_RANK, dtype=np.int32)
         todo, slots = np.arange(len(keys)), self._slots(keys)
         while len(todo):  # each round, every free slot takes one of the keys that want it
             free = np.flatnonzero(self.keys[slots] < 0)
