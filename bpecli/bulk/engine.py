@@ -124,15 +124,20 @@ class BulkEncoder:
             at = learned.scratch(np.fromiter(chain.from_iterable(long_ids), dtype=np.int64, count=int(long_sizes.sum())))
             piece_starts[long_at] = (at + np.cumsum(long_sizes) - long_sizes)[long_codes]
             piece_sizes[long_at] = long_sizes[long_codes]
-        # put the ids of every piece in order, then eot after every document
-        ids = learned.ids[spans(piece_starts, piece_sizes)]
+        # every piece's first id in order; then, in one insertion, the other ids of the pieces that
+        # have more (a few), each before the next piece, and eot after every document
+        ids = learned.ids[piece_starts]
+        more = np.flatnonzero(piece_sizes > 1)
+        at = np.repeat(more + 1, piece_sizes[more] - 1)
+        inserted = learned.ids[spans(piece_starts[more] + 1, piece_sizes[more] - 1)]
         # documents end where pieces do: a document's ids end where its last piece's ids end
         pieces_before = np.searchsorted(starts, doc_starts + lengths, "left")
         ends = np.concatenate(([0], np.cumsum(piece_sizes)))[pieces_before]
-        if eot is not None:
-            ids = np.insert(ids, ends, eot)
+        if eot is not None:  # (np.insert keeps the order of values for one index: eot last)
+            at = np.concatenate([at, pieces_before])
+            inserted = np.concatenate([inserted, np.full(len(pieces_before), eot)])
             ends = ends + np.arange(1, len(ends) + 1)
-        return ids.astype(dtype), ends
+        return np.insert(ids, at, inserted).astype(dtype, copy=False), ends
 
     def split_apart(self, data: bytes, bounds):
         """bounds with a cut added wherever no token holds the two bytes on either side: BPE never
