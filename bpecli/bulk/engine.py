@@ -128,16 +128,16 @@ class BulkEncoder:
         # have more (a few), each before the next piece, and eot after every document
         ids = learned.ids[piece_starts]
         more = np.flatnonzero(piece_sizes > 1)
-        at = np.repeat(more + 1, piece_sizes[more] - 1)
+        inserted_at = np.repeat(more + 1, piece_sizes[more] - 1)
         inserted = learned.ids[spans(piece_starts[more] + 1, piece_sizes[more] - 1)]
         # documents end where pieces do: a document's ids end where its last piece's ids end
         pieces_before = np.searchsorted(starts, doc_starts + lengths, "left")
         ends = np.concatenate(([0], np.cumsum(piece_sizes)))[pieces_before]
         if eot is not None:  # (np.insert keeps the order of values for one index: eot last)
-            at = np.concatenate([at, pieces_before])
+            inserted_at = np.concatenate([inserted_at, pieces_before])
             inserted = np.concatenate([inserted, np.full(len(pieces_before), eot)])
             ends = ends + np.arange(1, len(ends) + 1)
-        return np.insert(ids, at, inserted).astype(dtype, copy=False), ends
+        return np.insert(ids, inserted_at, inserted).astype(dtype, copy=False), ends
 
     def split_apart(self, data: bytes, bounds):
         """bounds with a cut added wherever no token holds the two bytes on either side: BPE never
