@@ -731,7 +731,8 @@ def _checked(path: Path, ranks: dict[bytes, int], specials: dict[str, int], patt
     if len(set(ranks.values()) | set(specials.values())) != len(ranks) + len(specials):
         raise TokenizerFileError(f"{path}: two tokens share one id")
     ids = [*ranks.values(), *specials.values()]
-    if min(ids) < 0 or max(ids) > MAX_ID:
-        raise TokenizerFileError(f"{path}: id {min(ids) if min(ids) < 0 else max(ids)} is out of range: bpecli's ids are 0 to {MAX_ID:,}")
+    for extreme in (min(ids), max(ids)):
+        if not 0 <= extreme <= MAX_ID:
+            raise TokenizerFileError(f"{path}: id {extreme} is out of range: bpecli's ids are 0 to {MAX_ID:,}")
     return Tokenizer(ranks=ranks, special_tokens=dict(specials), pattern=pattern, files=tuple(map(str, files)),
                      normalize=normalize)
