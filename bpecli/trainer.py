@@ -364,9 +364,13 @@ class _Pairs:
             self._grow(end)
         self.left[start:end], self.right[start:end], self.count[start:end] = left, right, count
         self.size = end
+        top = int(count.max())
         lo, hi = start // BLOCK, -(-end // BLOCK)
-        self.block_max[lo:hi] = self.count[lo * BLOCK : hi * BLOCK].reshape(-1, BLOCK).max(axis=1)
-        if self.level and count.max() == self.level:  # ties with the pairs in the heap
+        if hi - lo == 1:  # (most additions: a bound from above may stay one)
+            self.items.block_max[lo] = max(self.items.block_max[lo], top)
+        else:
+            self.block_max[lo:hi] = self.count[lo * BLOCK : hi * BLOCK].reshape(-1, BLOCK).max(axis=1)
+        if self.level and top == self.level:  # ties with the pairs in the heap
             for pair in (start + np.flatnonzero(count == self.level)).tolist():
                 self._tie(pair)
         return start
