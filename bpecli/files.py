@@ -728,9 +728,9 @@ def _checked(path: Path, ranks: dict[bytes, int], specials: dict[str, int], patt
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise TokenizerFileError(f"{path}: not a byte-level BPE: {len(missing)} of the 256 byte tokens are missing")
-    if len(set(ranks.values()) | set(specials.values())) != len(ranks) + len(specials):
+    ids = set(ranks.values()) | set(specials.values())
+    if len(ids) != len(ranks) + len(specials):
         raise TokenizerFileError(f"{path}: two tokens share one id")
-    ids = [*ranks.values(), *specials.values()]
     for extreme in (min(ids), max(ids)):
         if not 0 <= extreme <= MAX_ID:
             raise TokenizerFileError(f"{path}: id {extreme} is out of range: bpecli's ids are 0 to {MAX_ID:,}")
