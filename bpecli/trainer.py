@@ -181,7 +181,8 @@ class _Words:
         # 1. The pair before each occurrence, (x, a), and the one after it, (b, y), are lost. Side by
         #    side ("ab ab") the pair after one is the pair before the next: it goes once.
         before[1:][before[1:] == right[:-1]] = -1
-        np.subtract.at(pairs.count, pair_at[np.concatenate([before, right])], np.concatenate([w, w]))
+        weights = np.concatenate((w, w))  # before's and right's: a word's positions share its weight
+        np.subtract.at(pairs.count, pair_at[np.concatenate((before, right))], weights)
         pairs.count[best] = 0
         # 2. Relink: a's position takes the new token, b's dies.
         symbols[at] = new
@@ -194,17 +195,12 @@ class _Words:
         # 3. The pairs the new token makes, all new: (new, y) at each occurrence and (x, new) before it
         #    (side by side, (new, new) is the first occurrence's (new, y)). Keys: y, or x + new + 2
         #    (no neighbour, -1, gives -1 or new + 1: no pair).
-        keys = np.concatenate([symbols[after], symbols[before] + (new + 2)])
+        keys = np.concatenate((symbols[after], symbols[before] + (new + 2)))
         real = (keys >= 0) & (keys != new + 1)
-        made, keys = np.concatenate([at, before])[real], keys[real]
+        made, keys = np.concatenate((at, before))[real], keys[real]
         if new < (1 << 15) - 2:  # keys fit 16 bits, which numpy's stable sort sorts by radix
             keys = keys.astype(np.uint16)
-
-        def left_right(key):  # key y: (new, y); key x + new + 2: (x, new)
-            is_after = key <= new
-            return np.where(is_after, new, key - (new + 2)), np.where(is_after, key, new)
-
-        self._number(pairs, made, keys, left_right)
+        self._number(pairs, new, made, keys, weights[real])
 
     def _merge_few(self, best: int, made_at: list[int], pairs: _Pairs, new: int) -> None:
         """merge() for a pair made at FEW positions or fewer, step by step in Python (most merges
@@ -278,20 +274,26 @@ class _Words:
                 used += 1
             found_from[pair + 1] = used
 
-    def _number(self, pairs: _Pairs, made, keys, left_right) -> None:
-        """Number the pairs starting at positions made, one id per distinct key (left_right(keys) ->
-        their tokens), with their counts, and keep their positions."""
+    def _number(self, pairs: _Pairs, new: int, made, keys, weights) -> None:
+        """Number the pairs of token new starting at positions made, one id per distinct key (y for
+        (new, y), x + new + 2 for (x, new)), with their counts (weights added up by key), and keep
+        their positions. (Method calls, not numpy's functions: these arrays are small, the
+        functions' Python wrappers cost as much as the work.)"""
         if not len(made):
             return
-        order = np.argsort(keys, kind="stable")  # positions stay ascending within a key
-        keys, made = keys[order], made[order]
+        order = keys.argsort(kind="stable")  # positions stay ascending within a key
+        keys, made, weights = keys[order], made[order], weights[order]
         starts_group = np.empty(len(keys), dtype=bool)
         starts_group[0] = True
         np.not_equal(keys[1:], keys[:-1], out=starts_group[1:])
-        first = np.flatnonzero(starts_group)
-        left, right = left_right(keys[first].astype(np.int64))
-        first_id = pairs.add(left, right, np.add.reduceat(self.weight[made], first))
-        self.pair_at[made] = np.cumsum(starts_group) + (first_id - 1)
+        first = starts_group.nonzero()[0]
+        right = keys[first].astype(np.int64)
+        after = right.searchsorted(new, side="right")  # the keys of (new, y) sort first
+        left = right - (new + 2)
+        left[:after] = new
+        right[after:] = new
+        first_id = pairs.add(left, right, np.add.reduceat(weights, first))
+        self.pair_at[made] = np.add.accumulate(starts_group, dtype=np.int64) + (first_id - 1)
         self._keep(first_id, made, first)
 
     def _keep(self, first_id: int, made, first) -> None:
@@ -300,7 +302,7 @@ class _Words:
         if first_id + len(first) + 1 > len(self.found_from):  # the positions have room: see __init__
             self._make_room(first_id + len(first) + 1)
         self.found[used : used + len(made)] = made
-        self.found_from[first_id : first_id + len(first)] = np.add(first, used)
+        self.found_from[first_id : first_id + len(first)] = first + used
         self.found_from[first_id + len(first)] = used + len(made)
 
     def _make_room(self, pairs: int) -> None:
@@ -371,7 +373,7 @@ class _Pairs:
         else:
             self.block_max[lo:hi] = self.count[lo * BLOCK : hi * BLOCK].reshape(-1, BLOCK).max(axis=1)
         if self.level and top == self.level:  # ties with the pairs in the heap
-            for pair in (start + np.flatnonzero(count == self.level)).tolist():
+            for pair in (start + (count == self.level).nonzero()[0]).tolist():
                 self._tie(pair)
         return start
 
@@ -409,12 +411,12 @@ class _Pairs:
         top = self._largest_count()
         if top <= 0:
             return None
-        blocks = np.flatnonzero(self.block_max == top)
-        ids = _pair_ids(blocks)
-        counts = self.count[ids]
-        self.block_max[blocks] = counts.reshape(-1, BLOCK).max(axis=1)
+        blocks = (self.block_max == top).nonzero()[0]
+        counts = self.count.reshape(-1, BLOCK)[blocks]  # the blocks' counts, a row each
+        self.block_max[blocks] = counts.max(axis=1)
         self.level = top
-        ties = ids[counts == top]
+        rows, columns = (counts == top).nonzero()
+        ties = blocks[rows] * BLOCK + columns
         keys = tie_break_keys(self.left[ties].tolist(), self.right[ties].tolist(), self.descending.__getitem__)
         self.tie_pair = dict(zip(keys, ties.tolist()))
         heapq.heapify(keys)
@@ -437,16 +439,11 @@ class _Pairs:
             top = int(block_max.max())
             if top <= 0:
                 return top
-            blocks = np.flatnonzero(block_max == top)
-            true = self.count[_pair_ids(blocks)].reshape(-1, BLOCK).max(axis=1)
+            blocks = (block_max == top).nonzero()[0]
+            true = self.count.reshape(-1, BLOCK)[blocks].max(axis=1)
             block_max[blocks] = true
             if (true == top).any():
                 return top
-
-
-def _pair_ids(blocks):
-    """Every pair id of the blocks, block by block."""
-    return (blocks[:, None] * BLOCK + np.arange(BLOCK)).ravel()
 
 
 def _pieces_of_two_bytes_or_more(counts: PieceCounts):
