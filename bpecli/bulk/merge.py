@@ -13,7 +13,7 @@ from .packing import LENGTH_SHIFT, PACKED_ROW_BYTES, piece_hash
 from .tables import LOOKUP_BLOCK, NO_RANK, Vocabulary
 
 # bpe_rounds hands the last pieces still merging to Python when no more than this many are left.
-FEW_PIECES = 16
+FEW_PIECES = 4
 # Pieces up to this long merge in bpe_rounds (one symbol array of them all), longer ones in bpe_long.
 ROUNDS_PIECE = 1024
 
@@ -106,11 +106,12 @@ def bpe_rounds(vocab: Vocabulary, symbols, sizes):
     pair_rank[inner] = pairs.lookup(symbols[inner] * base + symbols[inner + 1])
     done_symbols, done_owners = [], []
     while len(symbols):
-        starts = np.flatnonzero(first)
+        # (numpy's methods here, not its functions: their Python wrappers cost as much as a late round's work)
+        starts = first.nonzero()[0]
         best = np.minimum.reduceat(pair_rank, starts)
         finished = best == NO_RANK
         if finished.any():  # pieces with nothing left to merge are done
-            lengths = np.diff(starts, append=len(symbols))
+            lengths = np.subtract(np.append(starts[1:], len(symbols)), starts)
             finished_symbols = np.repeat(finished, lengths)
             done_symbols.append(symbols[finished_symbols])
             done_owners.append(np.repeat(piece[finished], lengths[finished]))
@@ -119,7 +120,7 @@ def bpe_rounds(vocab: Vocabulary, symbols, sizes):
             best, piece = best[~finished], piece[~finished]
         if len(best) <= FEW_PIECES:  # a round's numpy calls cost more than a few pieces in Python
             decoder = vocab.decoder
-            bounds = np.append(np.flatnonzero(first), len(symbols)).tolist()
+            bounds = first.nonzero()[0].tolist() + [len(symbols)]
             for i, owner in enumerate(piece.tolist()):
                 ids = encode_piece(vocab, b"".join(map(decoder.__getitem__, symbols[bounds[i] : bounds[i + 1]].tolist())))
                 done_symbols.append(np.array(ids, dtype=np.int64))
@@ -127,8 +128,8 @@ def bpe_rounds(vocab: Vocabulary, symbols, sizes):
             break
         # merge the lowest-rank pairs of every piece: the left symbol becomes the joined token
         # (its id is its rank), the right one goes
-        segment = np.cumsum(first) - 1
-        at = without_overlaps(np.flatnonzero(pair_rank == best[segment]))
+        segment = first.cumsum() - 1
+        at = without_overlaps((pair_rank == best[segment]).nonzero()[0])
         if len(at) > len(best):  # some piece merges twice or more: see _first_merges
             at = _first_merges(pairs, symbols, first, pair_rank, at, segment[at])
         symbols[at] = pair_rank[at]
@@ -158,7 +159,7 @@ def _first_merges(pairs, symbols, first, pair_rank, at, segment):
     several = np.zeros(len(at), dtype=bool)
     several[1:] = same_piece
     several[:-1] |= same_piece
-    looked = np.flatnonzero(several)
+    looked = several.nonzero()[0]
     a, piece = at[looked], segment[looked]
     base, n = pairs.base, len(symbols)
     rank = pair_rank[a].astype(np.int64)  # (int32: times base it would overflow)
