@@ -114,11 +114,14 @@ class PairTable:
 
     def __init__(self, keys, values, base: int):
         self.base = base
-        bits = max(4, (4 * len(keys)).bit_length())  # a quarter of the slots or fewer taken: probes are short
+        bits = max(4, (4 * len(keys)).bit_length())  # a quarter of the slots or fewer taken: most keys sit in their first slot
         self.shift, self.mask = np.uint64(64 - bits), (1 << bits) - 1
         self.keys = np.full(1 << bits, -1, dtype=np.int64)
         self.ranks = np.full(1 << bits, NO_RANK, dtype=np.int32)
-        todo, slots = np.arange(len(keys)), self._slots(keys)
+        # of the keys written to one slot the last stays (numpy's order): the lowest ranks, BPE's
+        # commonest pairs, go last, so they take their first slots and need no search
+        todo = np.argsort(values, kind="stable")[::-1]
+        slots = self._slots(keys[todo])
         while len(todo):  # each round, every free slot takes one of the keys that want it
             free = np.flatnonzero(self.keys[slots] < 0)
             self.keys[slots[free]] = keys[todo[free]]  # of several writes to one slot, one stays
