@@ -87,7 +87,7 @@ def test_counting_stays_exact_when_the_hash_collides(monkeypatch):
     monkeypatch.setattr(counting, "piece_hash", lambda low, high: low & 0)
     from bpecli.bulk import packing
 
-    monkeypatch.setattr(packing, "_mix", lambda x: x & 0)
+    monkeypatch.setattr(packing, "piece_hash", lambda low, high: low & 0)
     once = PieceCounts.of_spans(data, bounds)
     assert once.to_dict() == Counter(pieces)
     total = Total()
