@@ -4,6 +4,7 @@ pair tables, packing, and the cuts it makes; its ids against tiktoken's."""
 import itertools
 
 import numpy as np
+import pytest
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -75,7 +76,7 @@ def test_clear_cache_makes_the_next_encode_cold(gpt2):
 
 
 def _tokens_across_characters(tok) -> list[str]:
-    """GPT-2 tokens that hold a non-ASCII character and another (ドラゴン, ' Pokémon', 'ón')."""
+    """Tokens that hold a non-ASCII character and another (GPT-2's ドラゴン, ' Pokémon', 'ón')."""
     texts = []
     for token in tok.ranks:
         try:
@@ -88,15 +89,28 @@ def _tokens_across_characters(tok) -> list[str]:
 
 
 def test_cuts_where_no_token_spans_change_no_id(gpt2, tiktoken_gpt2):
-    """encode_documents cuts pieces where no token holds the two bytes on either side; runs of
+    """encode_documents cuts pieces where no token can hold the bytes on either side; runs of
     CJK and accented letters around tokens that do span characters still get tiktoken's ids."""
-    fragments = _tokens_across_characters(gpt2) + list("日本語のテキストと中文文本系统管理员éñü한국어") + ["CPU", " the", "s", "'"]
+    _cuts_change_no_id(gpt2, tiktoken_gpt2)
+
+
+def test_cuts_change_no_id_with_cl100k_base(cl100k_file):
+    """The same with cl100k_base, whose tokens hold many runs of CJK characters and parts of them:
+    a cut needs the two bytes beside it to be no token, and no three-byte run with the byte
+    before or after them to be inside one."""
+    tiktoken = pytest.importorskip("tiktoken")
+    ours = Tokenizer.load(cl100k_file)
+    _cuts_change_no_id(ours, tiktoken.Encoding("cl100k_base", pat_str=ours.pattern, mergeable_ranks=ours.ranks, special_tokens={}))
+
+
+def _cuts_change_no_id(ours, theirs):
+    fragments = _tokens_across_characters(ours) + list("日本語のテキストと中文文本系统管理员éñü한국어") + ["CPU", " the", "s", "'"]
 
     @settings(max_examples=300, deadline=None)
     @given(st.lists(st.lists(st.sampled_from(fragments), max_size=30).map("".join), min_size=1, max_size=8))
     def check(documents):
-        ids, ends = gpt2.encode_documents(documents)
-        expected = tiktoken_gpt2.encode_ordinary_batch(documents)
+        ids, ends = ours.encode_documents(documents)
+        expected = theirs.encode_ordinary_batch(documents)
         assert ids.tolist() == [i for d in expected for i in d]
         assert ends.tolist() == list(itertools.accumulate(map(len, expected)))
 

@@ -75,7 +75,7 @@ class BulkEncoder:
 
     def prepare(self) -> None:
         """Build the tables encoding reads now, e.g. before forking workers that then share them."""
-        self.vocab.pair_table, self.vocab.inner_byte_pairs, self.vocab.byte_ids
+        self.vocab.pair_table, self.vocab.inner_byte_pairs, self.vocab.edge_tokens, self.vocab.byte_ids
 
     def clear_cache(self) -> None:
         """Forget every piece encoded so far, in every thread."""
@@ -140,20 +140,35 @@ class BulkEncoder:
         return np.insert(ids, inserted_at, inserted).astype(dtype, copy=False), ends
 
     def split_apart(self, data: bytes, bounds):
-        """bounds with a cut added wherever no token holds the two bytes on either side: BPE never
-        merges across such a cut, so the two sides encode alone to the same ids as together, and
-        the short parts repeat far more often than whole pieces (a run of CJK characters is one
-        GPT-2 piece; most of its character edges are such cuts). Only edges next to non-ASCII
-        bytes are looked at: between ASCII bytes the cut is rare and looking costs time."""
+        """bounds with a cut added wherever no token can hold the two bytes on either side: BPE
+        never merges across such a cut, so the two sides encode alone to the same ids as together,
+        and the short parts repeat far more often than whole pieces (a run of CJK characters is one
+        piece; most of its character edges are such cuts). A token holding both sides of an edge
+        a, b is a, b itself or holds a three-byte run with the byte before a or the one after b
+        (Vocabulary.edge_tokens). Only edges next to non-ASCII bytes are looked at: between ASCII
+        bytes the cut is rare and looking costs time."""
         text = np.frombuffer(data, dtype=np.uint8)
         if len(text) < 2:
             return bounds
         after, before = text[1:], text[:-1]
         at = np.flatnonzero((after >= 0xC0) | ((after < 0x80) & (before >= 0x80))) + 1
-        at = at[~self.vocab.inner_byte_pairs[text[at - 1].astype(np.int64) << 8 | text[at]]]
+        a, b = text[at - 1].astype(np.int64), text[at].astype(np.int64)
+        held = self.vocab.inner_byte_pairs[a << 8 | b]  # a token holds a, b in a row
+        inside = np.flatnonzero(held & (at >= 2) & (at + 1 < len(text)))  # each side has a byte beyond
+        if len(inside):
+            two_byte, runs = self.vocab.edge_tokens
+            a, b, p = a[inside], b[inside], at[inside]
+            before_a, after_b = text[p - 2].astype(np.int64) << 16 | a << 8 | b, a << 16 | b << 8 | text[p + 1]
+            held[inside] = two_byte[a << 8 | b] | _has(runs, before_a) | _has(runs, after_b)
+        at = at[~held]
         where = np.searchsorted(bounds, at)  # (bounds ends with len(data), past every cut)
         new = bounds[where] != at
         return np.insert(bounds, where[new], at[new])
+
+
+def _has(bits, values):
+    """Whether each value's bit is set in bits (packed in bytes, low bit first)."""
+    return ((bits[values >> 3] >> (values & 7)) & 1).astype(bool)
 
 
 def join_encoded(results: list[tuple]):

@@ -37,14 +37,38 @@ class Vocabulary:
     @cached_property
     def inner_byte_pairs(self):
         """For every two bytes a, b: whether some token holds b right after a (65,536 flags)."""
-        joined, starts, _, _ = self.token_arrays
-        data = np.frombuffer(joined, dtype=np.uint8).astype(np.int64)
-        inner = np.ones(len(data) - 1, dtype=bool)
-        inner[starts[1:] - 1] = False  # a token's last byte and the next token's first
         flags = np.zeros(1 << 16, dtype=bool)
-        flags[(data[:-1] << 8 | data[1:])[inner]] = True
+        flags[self._runs_inside_tokens(2)] = True
         return flags
 
+    @cached_property
+    def edge_tokens(self):
+        """What a token that holds both sides of an edge between two bytes a, b holds: for every
+        a, b, whether a, b is a token (65,536 flags); for every three bytes, whether some token
+        holds them in a row (2**24 bits, packed in bytes, low bit first). A token longer than two
+        bytes that holds a, b holds the byte before them or the one after them too."""
+        joined, starts, sizes, _ = self.token_arrays
+        data = np.frombuffer(joined, dtype=np.uint8).astype(np.int64)
+        two = starts[sizes == 2]
+        two_byte = np.zeros(1 << 16, dtype=bool)
+        two_byte[data[two] << 8 | data[two + 1]] = True
+        runs = self._runs_inside_tokens(3)
+        bits = np.zeros(1 << 21, dtype=np.uint8)
+        np.bitwise_or.at(bits, runs >> 3, np.left_shift(1, runs & 7).astype(np.uint8))
+        return two_byte, bits
+
+    def _runs_inside_tokens(self, length: int):
+        """Every run of `length` bytes inside a token, as a number (its bytes, big-endian)."""
+        joined, starts, sizes, _ = self.token_arrays
+        data = np.frombuffer(joined, dtype=np.uint8).astype(np.int64)
+        inside = np.ones(max(0, len(data) - length + 1), dtype=bool)  # run i ends in the token it starts in
+        for back in range(1, length):
+            ends = starts + sizes - back
+            inside[ends[ends < len(inside)]] = False
+        runs = np.zeros(len(inside), dtype=np.int64)
+        for k in range(length):
+            runs = runs << 8 | data[k : len(data) - length + 1 + k]
+        return runs[inside]
 
     @cached_property
     def short_tokens(self) -> PieceTable:
