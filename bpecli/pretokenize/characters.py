@@ -175,8 +175,8 @@ def contraction_letters(data: bytes, leading, chars, at, letters_end, in_bytes: 
     1 for s, d, m, t; 2 for ll, ve, re (any case, ſ as s); else 0. letters_end: where the
     letters after each apostrophe end. in_bytes: positions and the count are bytes (chars is
     the raw bytes, leading None): ſ counts 2."""
-    nxt = np.concatenate([chars, np.zeros(2, dtype=chars.dtype)]) | 0x20  # ASCII lower case
-    c1, c2 = nxt[at + 1], nxt[at + 2]
+    # the two characters after each apostrophe, ASCII lower case; none (0) past the end
+    c1, c2 = (np.where(at + k < len(chars), chars[np.minimum(at + k, len(chars) - 1)], 0) | 0x20 for k in (1, 2))
     long_s = _is_long_s(data, leading, chars, at + 1)
     one = np.isin(c1, np.frombuffer(b"sdmt", dtype=np.uint8)) | long_s
     two = ~one & (at + 2 < letters_end) & (((c1 == 0x6C) & (c2 == 0x6C)) | (((c1 == 0x76) | (c1 == 0x72)) & (c2 == 0x65)))
