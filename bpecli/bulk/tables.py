@@ -126,34 +126,29 @@ class Vocabulary:
 
 
 class PairTable:
-    """Pair keys (left * base + right) -> the rank of the joined token, in an open-addressing
-    table (linear probing; -1 marks a free slot) that numpy looks up many keys at once. A key's
-    first slot is the top bits of the key times an odd constant (the keys are no adversary's:
-    they are the vocabulary's own pairs and the pairs BPE meets). A lookup reads each key's
-    first slot only; the keys another key holds it for are binary-searched in the keys sorted:
-    probing on, a lookup would take as many rounds of numpy calls as the longest run of taken
-    slots it meets (ten or more in cl100k_base's table), however few its keys."""
+    """Pair keys (left * base + right) -> the rank of the joined token, for numpy to look up many
+    keys at once: each key in the slot its hash picks, if it won that slot, and every key sorted,
+    for the few that lost theirs. A key's slot is the top bits of the key times an odd constant
+    (the keys are no adversary's: they are the vocabulary's own pairs and the pairs BPE meets). A
+    lookup reads each key's slot and binary-searches only where another key holds it: a fixed few
+    numpy calls, where probing on would take as many rounds as the longest run of taken slots it
+    met (ten or more in cl100k_base's table), however few its keys."""
 
     MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd, its bits well spread: 2**64 over the golden ratio
 
     def __init__(self, keys, values, base: int):
         self.base = base
-        bits = max(4, (4 * len(keys)).bit_length())  # a quarter of the slots or fewer taken: most keys sit in their first slot
-        self.shift, self.mask = np.uint64(64 - bits), (1 << bits) - 1
-        self.keys = np.full(1 << bits, -1, dtype=np.int64)
+        bits = max(4, (4 * len(keys)).bit_length())  # a quarter of the slots or fewer taken: most keys win theirs
+        self.shift = np.uint64(64 - bits)
+        self.keys = np.full(1 << bits, -1, dtype=np.int64)  # -1: an empty slot
         self.ranks = np.full(1 << bits, NO_RANK, dtype=np.int32)
         # of the keys written to one slot the last stays (numpy's order): the lowest ranks, BPE's
-        # commonest pairs, go last, so they take their first slots and need no search
-        todo = np.argsort(values, kind="stable")[::-1]
-        slots = self._slots(keys[todo])
-        while len(todo):  # each round, every free slot takes one of the keys that want it
-            free = np.flatnonzero(self.keys[slots] < 0)
-            self.keys[slots[free]] = keys[todo[free]]  # of several writes to one slot, one stays
-            placed = free[self.keys[slots[free]] == keys[todo[free]]]
-            self.ranks[slots[placed]] = values[todo[placed]]
-            rest = np.ones(len(todo), dtype=bool)
-            rest[placed] = False
-            todo, slots = todo[rest], (slots[rest] + 1) & self.mask
+        # commonest pairs, go last, so they win their slots and need no search
+        order = np.argsort(values, kind="stable")[::-1]
+        slots = self._slots(keys[order])
+        self.keys[slots] = keys[order]
+        won = self.keys[slots] == keys[order]
+        self.ranks[slots[won]] = values[order[won]]
         order = np.argsort(keys)
         # the keys in order and their ranks, ending in a key larger than any (no search runs off the end)
         self.sorted_keys = np.append(keys[order], np.iinfo(np.int64).max)
