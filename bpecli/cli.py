@@ -302,11 +302,9 @@ def train(
     """Train a byte-level BPE tokenizer and write vocab.json, merges.txt, tokenizer.json,
     tokenizer.tiktoken and bpecli.json into --out."""
     from .corpus import check_apart, streams_spooled
-    from .executor import keep_freed_memory
     from .files import check_writable
     from .trainer import train as train_tokenizer
 
-    keep_freed_memory()  # the merge loop makes and drops large arrays, as encode's batches do
     check_apart(out, inputs)
     check_writable(out, force=force)  # before the long count, not after it
     with streams_spooled(inputs) as pairs:

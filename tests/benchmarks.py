@@ -46,8 +46,6 @@ SPECIAL = "<|endoftext|>"
 TRAIN_JOBS = {
     "bpecli": """
 from bpecli import train
-from bpecli.executor import keep_freed_memory
-keep_freed_memory()  # as `bpecli train` does
 train([CORPUS], vocab_size=10000, special_tokens=[SPECIAL], workers=2).save(OUT)
 """,
     "hf-tokenizers": """
@@ -185,8 +183,6 @@ DASK_JOBS = {  # the same work on the local pool and on a LocalCluster of as man
 MEMORY_JOBS = {
     "bpecli": """
 from bpecli import train
-from bpecli.executor import keep_freed_memory
-keep_freed_memory()  # as `bpecli train` does
 t = time.perf_counter()
 train([CORPUS], vocab_size=VOCAB, special_tokens=[SPECIAL], workers=2).save(OUT)
 took = time.perf_counter() - t
