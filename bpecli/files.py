@@ -21,10 +21,9 @@ from typing import cast
 from .errors import BpecliError, OutputError, TokenizerFileError
 from .normalize import check as check_normalize, from_hugging_face, to_hugging_face
 from .pretokenize import PATTERNS, resolve_pattern
-from .tokenizer import Tokenizer
+from .tokenizer import MAX_ID, Tokenizer
 
 FORMAT_VERSION = 1
-MAX_ID = 2**31 - 2  # ids and ranks are int32 in the bulk engine, which keeps 2**31 - 1 for "no rank"
 
 # The special tokens of tiktoken's encodings, known by the number of ordinary tokens they have.
 SPECIAL_PRESETS = {

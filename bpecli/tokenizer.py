@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 # for shell one-liners, and the CLI blocks SIGTERM and SIGINT before numpy starts its threads
 # (a thread started earlier would take those signals where no one waits for them).
 
+# The largest id a token may have: ids and ranks are int32 in the bulk engine, which keeps
+# 2**31 - 1 for "no rank".
+MAX_ID = 2**31 - 2
 # The piece -> ids cache is cleared when it grows past this many entries.
 _CACHE_LIMIT = 1 << 20
 # Texts at least this long are encoded by the vectorised path (when the pattern has one); shorter

@@ -17,7 +17,7 @@ from .counting import PieceCounts, count_pretokens
 from .executor import parallelism, progress_bar
 from .normalize import check as check_normalize
 from .pretokenize import SAFE_CUT, is_preset, resolve_pattern
-from .tokenizer import Tokenizer, check_special_tokens
+from .tokenizer import MAX_ID, Tokenizer, check_special_tokens
 
 
 def tie_break_key(left: bytes | int, right: bytes | int, descending=None) -> bytes:
@@ -46,7 +46,7 @@ def _descending(token: bytes) -> bytes:
 
 
 _INVERTED = bytes(range(255, -1, -1))
-_MAX_VOCAB = 2**31 - 1
+_MAX_VOCAB = MAX_ID + 1  # ids 0 to MAX_ID
 # A training part of the corpus is at most this big: a worker holds its text, documents and counts.
 MAX_PART_BYTES = 16 << 20
 NO_PAIR = 0  # the pair id of a position no pair starts at (a word's last symbol, a merged-away one)
