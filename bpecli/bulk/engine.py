@@ -11,7 +11,7 @@ import numpy as np
 from ..arrays import spans, with_room
 from .merge import bpe_batch, bpe_packed
 from .packing import document_batches, pack_pieces
-from .tables import PieceTable, Vocabulary
+from .tables import PieceTable, Vocabulary, has_bits
 
 # Documents go through in batches of about this many bytes: arrays that fit the caches are several
 # times faster than one huge batch.
@@ -159,16 +159,11 @@ class BulkEncoder:
             two_byte, runs = self.vocab.edge_tokens
             a, b, p = a[inside], b[inside], at[inside]
             before_a, after_b = text[p - 2].astype(np.int64) << 16 | a << 8 | b, a << 16 | b << 8 | text[p + 1]
-            held[inside] = two_byte[a << 8 | b] | _has(runs, before_a) | _has(runs, after_b)
+            held[inside] = two_byte[a << 8 | b] | has_bits(runs, before_a) | has_bits(runs, after_b)
         at = at[~held]
         where = np.searchsorted(bounds, at)  # (bounds ends with len(data), past every cut)
         new = bounds[where] != at
         return np.insert(bounds, where[new], at[new])
-
-
-def _has(bits, values):
-    """Whether each value's bit is set in bits (packed in bytes, low bit first)."""
-    return ((bits[values >> 3] >> (values & 7)) & 1).astype(bool)
 
 
 def join_encoded(results: list[tuple]):

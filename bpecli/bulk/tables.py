@@ -45,17 +45,14 @@ class Vocabulary:
     def edge_tokens(self):
         """What a token that holds both sides of an edge between two bytes a, b holds: for every
         a, b, whether a, b is a token (65,536 flags); for every three bytes, whether some token
-        holds them in a row (2**24 bits, packed in bytes, low bit first). A token longer than two
+        holds them in a row (2**24 bits: packed_bits). A token longer than two
         bytes that holds a, b holds the byte before them or the one after them too."""
         joined, starts, sizes, _ = self.token_arrays
         data = np.frombuffer(joined, dtype=np.uint8).astype(np.int64)
         two = starts[sizes == 2]
         two_byte = np.zeros(1 << 16, dtype=bool)
         two_byte[data[two] << 8 | data[two + 1]] = True
-        runs = self._runs_inside_tokens(3)
-        bits = np.zeros(1 << 21, dtype=np.uint8)
-        np.bitwise_or.at(bits, runs >> 3, np.left_shift(1, runs & 7).astype(np.uint8))
-        return two_byte, bits
+        return two_byte, packed_bits(self._runs_inside_tokens(3), 1 << 24)
 
     def _runs_inside_tokens(self, length: int):
         """Every run of `length` bytes inside a token, as a number (its bytes, big-endian)."""
@@ -123,6 +120,19 @@ class Vocabulary:
         keys.append(np.fromiter(extra, dtype=np.int64, count=len(extra)))
         found.append(np.fromiter(extra.values(), dtype=np.int64, count=len(extra)))
         return PairTable(np.concatenate(keys), np.concatenate(found), base)
+
+
+def packed_bits(values, size: int):
+    """Flags 0 to size - 1 (a multiple of 8), those in values set, packed 8 to a byte, low bit
+    first: an eighth of the memory of numpy's bools, for flags over every three bytes."""
+    bits = np.zeros(size >> 3, dtype=np.uint8)
+    np.bitwise_or.at(bits, values >> 3, np.left_shift(1, values & 7).astype(np.uint8))
+    return bits
+
+
+def has_bits(bits, values):
+    """Whether each value's flag is set in bits (see packed_bits)."""
+    return ((bits[values >> 3] >> (values & 7)) & 1).astype(bool)
 
 
 class PairTable:
