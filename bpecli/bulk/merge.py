@@ -196,23 +196,23 @@ def bpe_long(vocab: Vocabulary, text, starts, sizes):
     it wait for a later round.
     """
     pairs = vocab.pair_table
-    base, none = pairs.base, NO_RANK
+    base = pairs.base
     n = int(sizes.sum())
     reach = vocab.longest_token  # bytes: no merge BPE makes spans more
     # one int32 per byte for each array: the symbols, the links, and the rank of the pair
-    # that starts at each symbol (none at a piece's end); positions are bytes of the pieces
+    # that starts at each symbol (NO_RANK at a piece's end); positions are bytes of the pieces
     symbols = vocab.byte_ids[text[spans(starts, sizes)]].astype(np.int32)
     piece_end = np.cumsum(sizes)  # where each piece's symbols end
     nxt = np.arange(1, n + 1, dtype=np.int32)
     nxt[piece_end - 1] = n  # n: no next symbol
     prv = np.arange(-1, n - 1, dtype=np.int32)
     prv[piece_end - sizes] = -1  # -1: no previous symbol
-    rank = np.full(n, none, dtype=np.int32)
+    rank = np.full(n, NO_RANK, dtype=np.int32)
     alive = np.ones(n, dtype=bool)
     buckets: dict[int, list] = {}
     heap: list[int] = []
 
-    def lookup(left, right):  # the rank of each pair (left, right), none where it is no token
+    def lookup(left, right):  # the rank of each pair (left, right), NO_RANK where it is no token
         return pairs.lookup(left.astype(np.int64) * base + right)
 
     def put(r: int, group) -> None:  # pairs of rank r, waiting in its bucket
@@ -222,7 +222,7 @@ def bpe_long(vocab: Vocabulary, text, starts, sizes):
         buckets[r].append(group)
 
     def wait(at):  # put the pairs starting at `at` into the buckets of their ranks
-        at = at[rank[at] != none]
+        at = at[rank[at] != NO_RANK]
         if not len(at):
             return
         order = np.argsort(rank[at], kind="stable")
@@ -246,12 +246,12 @@ def bpe_long(vocab: Vocabulary, text, starts, sizes):
         # the pairs each merge makes, as BPE makes them one merge after another: with the
         # merged token before it (if the one before merged too) and the symbol after it
         after = nxt[nxt[at]]
-        right = np.where(after < n, lookup(np.full(len(at), r), symbols[np.minimum(after, n - 1)]), none)
+        right = np.where(after < n, lookup(np.full(len(at), r), symbols[np.minimum(after, n - 1)]), NO_RANK)
         before = prv[at]
         merged_before = np.zeros(len(at), dtype=bool)
         merged_before[1:] = after[:-1] == at[1:]
         left_symbol = np.where(merged_before, r, symbols[np.maximum(before, 0)])
-        left = np.where(before >= 0, lookup(left_symbol, np.full(len(at), r)), none)
+        left = np.where(before >= 0, lookup(left_symbol, np.full(len(at), r)), NO_RANK)
         lower = (right < r) | (left < r)
         if lower.any():
             # after such a merge BPE merges lower pairs, which only grow the token holding it:
@@ -267,14 +267,14 @@ def bpe_long(vocab: Vocabulary, text, starts, sizes):
                 at, after = at[~waits], after[~waits]
         gone = nxt[at]
         symbols[at] = r
-        rank[gone] = none
+        rank[gone] = NO_RANK
         alive[gone] = False
         nxt[at] = after
         prv[after[after < n]] = at[after < n]
         # the pairs that changed: each merged token's own, and the one before it
         changed = sorted_distinct(np.concatenate([at, prv[at][prv[at] >= 0]]))
         following = nxt[changed]
-        rank[changed] = np.where(following < n, lookup(symbols[changed], symbols[np.minimum(following, n - 1)]), none)
+        rank[changed] = np.where(following < n, lookup(symbols[changed], symbols[np.minimum(following, n - 1)]), NO_RANK)
         wait(changed)
     left = np.flatnonzero(alive)  # the symbols left, in order
     return symbols[left].astype(np.int64), np.bincount(np.searchsorted(piece_end, left, "right"), minlength=len(sizes))
