@@ -113,6 +113,10 @@ class _Words:
     the positions it was made at (found[found_from[p]:found_from[p + 1]], ascending): a merge reads
     them, skipping those the pair has left since. Every position made is kept once, so there are at
     most three times as many as symbols (each merge removes a symbol and makes two).
+
+    Positions and pair ids are kept as int32 (half int64's memory) and made intp before they index
+    an array: numpy indexes by any other integer type on a slower path (measured: twice the time
+    of the gather, for a few dozen to thousands of positions).
     """
 
     def __init__(self, symbols, nxt, prv, weight):
@@ -145,7 +149,7 @@ class _Words:
         pairs are counted and numbered over all 65,536 keys at once (the positions in order, no
         gathers at random), and only the positions kept for each pair are sorted, by radix."""
         inside = self.nxt[:-1] >= 0  # the next byte is at + 1
-        made = np.arange(len(inside), dtype=np.int32)[inside]
+        made = inside.nonzero()[0]
         if not len(made):
             return
         byte = self.symbols.astype(np.uint16)
@@ -158,7 +162,7 @@ class _Words:
         first_id = pairs.add(present >> 8, present & 255, counts)
         ids = np.zeros(1 << 16, dtype=np.int32)
         ids[present] = np.arange(first_id, first_id + len(present))
-        self.pair_at[made] = ids[keys]
+        self.pair_at[made] = ids[keys.astype(np.intp)]
         self._keep(first_id, made[np.argsort(keys, kind="stable")], np.cumsum(sizes[present]) - sizes[present])
 
     def merge(self, best: int, pairs: _Pairs) -> None:
@@ -170,19 +174,19 @@ class _Words:
             return self._merge_one(best, self.items.found[start], pairs, new)
         if end - start <= FEW:
             return self._merge_few(best, self.items.found[start:end].tolist(), pairs, new)
-        made_at = self.found[start:end]
+        made_at = self.found[start:end].astype(np.intp)
         symbols, nxt, prv, pair_at = self.symbols, self.nxt, self.prv, self.pair_at
         at = made_at[pair_at[made_at] == best]
         if pairs.items.left[best] == pairs.items.right[best]:  # "aaa": 0 and 1 overlap; 0 goes first
             at = without_overlaps(at, nxt)
         w = self.weight[at]
-        before, right = prv[at], nxt[at]
-        after = nxt[right]
+        before, right = prv[at].astype(np.intp), nxt[at].astype(np.intp)
+        after = nxt[right].astype(np.intp)
         # 1. The pair before each occurrence, (x, a), and the one after it, (b, y), are lost. Side by
         #    side ("ab ab") the pair after one is the pair before the next: it goes once.
         before[1:][before[1:] == right[:-1]] = -1
         weights = np.concatenate((w, w))  # before's and right's: a word's positions share its weight
-        np.subtract.at(pairs.count, pair_at[np.concatenate((before, right))], weights)
+        np.subtract.at(pairs.count, pair_at[np.concatenate((before, right))].astype(np.intp), weights)
         pairs.count[best] = 0
         # 2. Relink: a's position takes the new token, b's dies.
         symbols[at] = new
