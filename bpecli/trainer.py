@@ -4,7 +4,6 @@ counts in an array with a blocked maximum, a heap of the ties, and the positions
 from __future__ import annotations
 
 import heapq
-from itertools import repeat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -20,19 +19,13 @@ from .pretokenize import SAFE_CUT, is_preset, resolve_pattern
 from .tokenizer import MAX_ID, Tokenizer, check_special_tokens
 
 
-def tie_break_key(left: bytes | int, right: bytes | int, descending=None) -> bytes:
+def tie_break_key(left: bytes, right: bytes) -> bytes:
     """A key whose ascending order is the descending order of (left, right) as byte strings: of
-    pairs of equal count, the one with the smallest key merges first. descending, if given, gives
-    each token's _descending from a cache (the trainer passes token ids and a list by id).
+    pairs of equal count, the one with the smallest key merges first (the trainer joins its
+    tokens' _descending, kept by token id).
     Example: tie_break_key(b"b", b"a") < tie_break_key(b"a", b"z") < tie_break_key(b"a", b"")
     """
-    descending = descending or _descending
-    return descending(left) + descending(right)
-
-
-def tie_break_keys(lefts, rights, descending=None) -> list[bytes]:
-    """tie_break_key of many pairs at once (a level of ties can hold 100,000 pairs)."""
-    return list(map(tie_break_key, lefts, rights, repeat(descending)))
+    return _descending(left) + _descending(right)
 
 
 def _descending(token: bytes) -> bytes:
@@ -326,9 +319,10 @@ class _Pairs:
     """Pair id -> left token, right token, count, with the best pair found by a blocked maximum.
 
     A pair's count is set when the pair is made (every pair the new token makes is new) and then
-    only falls, so the best count never rises: the pairs of the best count go into a heap of ties
-    once, by tie_break_key, and later pairs of that count join it. block_max[i] bounds the counts of
-    pair ids i*BLOCK... from above (a fall leaves it stale; it is mended when it is the largest).
+    only falls, so the best count never rises: the pairs of the best count are sorted once by
+    tie_break_key and taken in that order, and later pairs of that count join a heap beside them.
+    block_max[i] bounds the counts of pair ids i*BLOCK... from above (a fall leaves it stale; it is
+    mended when it is the largest).
     """
 
     def __init__(self):
@@ -343,9 +337,13 @@ class _Pairs:
         self.items = _Items(left=self.left, right=self.right, count=self.count, block_max=self.block_max)
         self.size = NO_PAIR + 1
         self.level = 0  # the count of the pairs in ties
-        # the pairs of count level: a heap of their tie_break_keys (bytes compare about three times
-        # as fast as (key, pair) tuples, which test their keys for equality first), and the pair of each key
+        # the pairs of count level by their tie_break_keys (bytes compare about three times as fast
+        # as (key, pair) tuples, which test their keys for equality first): those found when the
+        # level was reached, sorted, taken from next_tie on (a pointer moves on where a heap sifts);
+        # those made since, a heap; and the pair of each key
         self.ties: list[bytes] = []
+        self.next_tie = 0
+        self.late_ties: list[bytes] = []
         self.tie_pair: dict[bytes, int] = {}
 
     def new_token(self, pair: int) -> int:
@@ -359,9 +357,9 @@ class _Pairs:
 
     def _tie(self, pair: int) -> None:
         """Put a pair of count level among the ties (a pair's tokens, hence its key, are its own)."""
-        key = tie_break_key(self.items.left[pair], self.items.right[pair], self.descending.__getitem__)
+        key = self.descending[self.items.left[pair]] + self.descending[self.items.right[pair]]
         self.tie_pair[key] = pair
-        heapq.heappush(self.ties, key)
+        heapq.heappush(self.late_ties, key)
 
     def add(self, left, right, count) -> int:
         """Number new pairs; the first one's id (the others follow)."""
@@ -406,12 +404,17 @@ class _Pairs:
 
     def best(self) -> int | None:
         """The pair of the highest count, ties to the smallest tie_break_key; None if no pair is left."""
-        count, heap, level = self.items.count, self.ties, self.level
-        while heap:
-            pair = self.tie_pair[heap[0]]
-            if count[pair] == level:
-                return pair
-            heapq.heappop(heap)  # it fell
+        count, level, tie_pair = self.items.count, self.level, self.tie_pair
+        ties, at, late = self.ties, self.next_tie, self.late_ties
+        while at < len(ties) and count[tie_pair[ties[at]]] != level:  # it fell (or merged)
+            at += 1
+        self.next_tie = at
+        while late and count[tie_pair[late[0]]] != level:
+            heapq.heappop(late)
+        if at < len(ties):
+            return tie_pair[late[0] if late and late[0] < ties[at] else ties[at]]
+        if late:
+            return tie_pair[late[0]]
         top = self._largest_count()
         if top <= 0:
             return None
@@ -421,10 +424,11 @@ class _Pairs:
         self.level = top
         rows, columns = (counts == top).nonzero()
         ties = blocks[rows] * BLOCK + columns
-        keys = tie_break_keys(self.left[ties].tolist(), self.right[ties].tolist(), self.descending.__getitem__)
+        descending = self.descending
+        keys = [descending[a] + descending[b] for a, b in zip(self.left[ties].tolist(), self.right[ties].tolist())]
         self.tie_pair = dict(zip(keys, ties.tolist()))
-        heapq.heapify(keys)
-        self.ties = keys
+        keys.sort()
+        self.ties, self.next_tie = keys, 0
         return self.tie_pair[keys[0]]
 
     def _largest_count(self) -> int:
