@@ -235,7 +235,7 @@ class _Words:
 
     def _merge_one(self, best: int, p: int, pairs: _Pairs, new: int) -> None:
         """_merge_few for a pair made at one position (most merges of a large vocabulary: 61% at
-        200,000 on the benchmark corpus), without its lists and dict."""
+        200,000 on the benchmark corpus), without its lists, dict and loops."""
         items = self.items
         symbols, nxt, prv, pair_at = items.symbols, items.nxt, items.prv, items.pair_at
         count = pairs.items.count
@@ -246,13 +246,20 @@ class _Words:
         count[best] = 0
         symbols[p], symbols[r], pair_at[p], pair_at[r], nxt[p], prv[y] = new, -1, NO_PAIR, NO_PAIR, y, p
         prv[-1] = -1
-        made = {}
         if symbols[y] >= 0:
-            made[new, symbols[y]] = [w, p]
+            self._keep_one(pairs.add_one(new, symbols[y], w), p)
         if symbols[x] >= 0:
-            made[symbols[x], new] = [w, x]
-        if made:
-            self._keep_few(pairs.add_few(made), made.values())
+            self._keep_one(pairs.add_one(symbols[x], new, w), x)
+
+    def _keep_one(self, pair: int, position: int) -> None:
+        """Keep the one position of the pair numbered last."""
+        if pair + 2 > len(self.found_from):  # the positions have room: see __init__
+            self._make_room(pair + 2)
+        items = self.items
+        used = items.found_from[pair]
+        items.pair_at[position] = pair
+        items.found[used] = position
+        items.found_from[pair + 1] = used + 1
 
     def _keep_few(self, first: int, made) -> None:
         """Keep the positions of new pairs first, first + 1... (few), each [count, *positions
@@ -394,6 +401,20 @@ class _Pairs:
             if count == self.level:
                 self._tie(pair)
         return start
+
+    def add_one(self, left: int, right: int, count: int) -> int:
+        """add() for one pair, without numpy calls or loops; its id."""
+        pair = self.size
+        self.size += 1
+        if self.size > len(self.count):
+            self._grow(self.size)
+        items = self.items
+        items.left[pair], items.right[pair], items.count[pair] = left, right, count
+        if count > items.block_max[pair // BLOCK]:
+            items.block_max[pair // BLOCK] = count
+        if count == self.level:
+            self._tie(pair)
+        return pair
 
     def _grow(self, size: int) -> None:
         capacity = -(-max(size, 2 * len(self.count)) // BLOCK) * BLOCK
