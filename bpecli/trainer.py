@@ -46,6 +46,8 @@ NO_PAIR = 0  # the pair id of a position no pair starts at (a word's last symbol
 BLOCK = 256  # pair ids per block of the blocked maximum: a block's largest count is kept apart
 # A merge of a pair made at this many positions or fewer runs as Python steps, not numpy calls.
 FEW = 32
+# Positions per block when the pairs of bytes are numbered: temporaries that stay in the caches.
+BYTE_PAIR_BLOCK = 1 << 17
 # Stale block maxima mended one at a time before all that claim the largest are mended at once.
 MEND_ONE_AT_A_TIME = 8
 
@@ -139,24 +141,41 @@ class _Words:
 
     def number_byte_pairs(self, pairs: _Pairs) -> None:
         """Give every pair of bytes in the words an id and its count. Their keys take 16 bits: the
-        pairs are counted and numbered over all 65,536 keys at once (the positions in order, no
-        gathers at random), and only the positions kept for each pair are sorted, by radix."""
-        inside = self.nxt[:-1] >= 0  # the next byte is at + 1
-        made = inside.nonzero()[0]
-        if not len(made):
-            return
-        byte = self.symbols.astype(np.uint16)
-        keys = (byte[:-2] << 8 | byte[1:-1])[inside[:-1]]
-        sizes = np.bincount(keys, minlength=1 << 16)
-        present = np.flatnonzero(sizes)
+        pairs are counted over all 65,536 keys at once, then their positions are kept in the order
+        of their keys by a counting sort; both a block of positions at a time, in order (no
+        temporaries as long as the words, no gathers at random)."""
+        n = len(self.symbols) - 1
+        blocks = range(0, n, BYTE_PAIR_BLOCK)
+        sizes = np.zeros(1 << 16, dtype=np.int64)
         counts = np.zeros(1 << 16, dtype=np.int64)
-        np.add.at(counts, keys, self.weight[:-1][inside])  # int64 sums, exact
-        counts = counts[present]
-        first_id = pairs.add(present >> 8, present & 255, counts)
+        for start in blocks:
+            keys, at = self._byte_pairs(start)
+            sizes += np.bincount(keys, minlength=1 << 16)
+            np.add.at(counts, keys, self.weight[at])  # int64 sums, exact
+        present = np.flatnonzero(sizes)
+        if not len(present):
+            return
+        first_id = pairs.add(present >> 8, present & 255, counts[present])
         ids = np.zeros(1 << 16, dtype=np.int32)
         ids[present] = np.arange(first_id, first_id + len(present))
-        self.pair_at[made] = ids[keys.astype(np.intp)]
-        self._keep(first_id, made[np.argsort(keys, kind="stable")], np.cumsum(sizes[present]) - sizes[present])
+        group_start = np.cumsum(sizes) - sizes  # where each key's positions go, after the blocks before
+        used = self._index(first_id, group_start[present], int(sizes.sum()))
+        for start in blocks:
+            keys, at = self._byte_pairs(start)
+            self.pair_at[at] = ids[keys]
+            order = keys.argsort(kind="stable")  # by radix: 16 bits
+            in_block = np.bincount(keys, minlength=1 << 16)
+            # the block's i-th position of key k (in order) goes i places after group_start[k]
+            shift = group_start - (np.cumsum(in_block) - in_block)
+            self.found[used + shift[keys[order]] + np.arange(len(keys))] = at[order]
+            group_start += in_block
+
+    def _byte_pairs(self, start: int):
+        """(keys, positions) of the pairs of bytes starting in the block of positions from start."""
+        end = min(start + BYTE_PAIR_BLOCK, len(self.symbols) - 1)
+        at = (self.nxt[start:end] >= 0).nonzero()[0] + start  # the next byte is at + 1
+        byte = self.symbols[start : end + 1].astype(np.uint16)
+        return (byte[:-1] << 8 | byte[1:])[at - start], at
 
     def merge(self, best: int, pairs: _Pairs) -> None:
         """Merge pair best everywhere into a new token: the pairs beside each occurrence lose its
@@ -302,12 +321,18 @@ class _Words:
 
     def _keep(self, first_id: int, made, first) -> None:
         """Keep the positions made of the pairs first_id, first_id + 1...; pair i's from first[i]."""
+        used = self._index(first_id, first, len(made))
+        self.found[used : used + len(made)] = made
+
+    def _index(self, first_id: int, first, total: int) -> int:
+        """Say where the positions of pairs first_id, first_id + 1... will be kept (pair i's from
+        first[i] on, total in all); where the first one goes in found."""
         used = int(self.found_from[first_id])
         if first_id + len(first) + 1 > len(self.found_from):  # the positions have room: see __init__
             self._make_room(first_id + len(first) + 1)
-        self.found[used : used + len(made)] = made
         self.found_from[first_id : first_id + len(first)] = first + used
-        self.found_from[first_id + len(first)] = used + len(made)
+        self.found_from[first_id + len(first)] = used + total
+        return used
 
     def _make_room(self, pairs: int) -> None:
         self.found_from = with_room(self.found_from, pairs)
