@@ -224,23 +224,25 @@ class _Words:
         items = self.items
         symbols, nxt, prv, pair_at, weight = items.symbols, items.nxt, items.prv, items.pair_at, items.weight
         count = pairs.items.count
-        # as merge(): every neighbour read first; the pair after one occurrence and before the next goes once
-        occurrences = []  # (a's position, before it, b's position, after it, weight)
-        last_right = -1
+        # each occurrence relinked in turn, its neighbours read first: an occurrence it overlaps ("aaa":
+        # at 0 and 1, 0 goes first) lost its pair with it; one side by side ("ab ab") finds its pair
+        # before, the earlier one's pair after, gone from the counts already
+        occurrences = []  # (a's position, before it (-1: side by side), after it)
+        last_after = -1
         for p in made_at:
-            if pair_at[p] == best and p != last_right:  # "aaa": the occurrences at 0 and 1 overlap; 0 goes first
-                x, r = prv[p], nxt[p]
-                occurrences.append((p, -1 if x == last_right else x, r, nxt[r], weight[p]))
-                last_right = r
-        for p, x, r, y, w in occurrences:  # (an occurrence's relinking touches no pair a later one reads)
-            count[pair_at[x]] -= w
-            count[pair_at[r]] -= w
-            symbols[p], symbols[r], pair_at[p], pair_at[r], nxt[p], prv[y] = new, -1, NO_PAIR, NO_PAIR, y, p
+            if pair_at[p] == best:
+                x, r, w = prv[p], nxt[p], weight[p]
+                y = nxt[r]
+                count[pair_at[x]] -= w
+                count[pair_at[r]] -= w
+                symbols[p], symbols[r], pair_at[p], pair_at[r], nxt[p], prv[y] = new, -1, NO_PAIR, NO_PAIR, y, p
+                occurrences.append((p, -1 if p == last_after else x, y, w))
+                last_after = y
         count[best] = 0
         prv[-1] = -1
         # the pairs made: (new, y) at each occurrence, (x, new) before it; key -> [count, positions...]
         made: dict[tuple[int, int], list[int]] = {}
-        for p, x, r, y, w in occurrences:
+        for p, x, y, w in occurrences:
             if symbols[y] >= 0:
                 entry = made.setdefault((new, symbols[y]), [0])
                 entry[0] += w
