@@ -1,5 +1,5 @@
 """Pre-token counts -> merges: the words as linked symbols, pairs numbered as they are made, their
-counts in an array with a blocked maximum, a heap of the ties, and the positions each pair was made at."""
+counts in an array with a blocked maximum, the ties in order, and the positions each pair was made at."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def train_bpe(
         counts = PieceCounts.of_mapping(counts)
     # 1. The words, end to end; 2. every pair of bytes in them numbered and counted.
     words = _Words.of(counts)
-    pairs = _Pairs()
+    pairs = _Pairs(n_merges)
     words.number_byte_pairs(pairs)
     # 3. Merge the best pair, n_merges times or until no pair is frequent enough.
     fewest = max(min_frequency, 1)
@@ -354,12 +354,14 @@ class _Pairs:
 
     A pair's count is set when the pair is made (every pair the new token makes is new) and then
     only falls, so the best count never rises: the pairs of the best count are sorted once by
-    tie_break_key and taken in that order, and later pairs of that count join a heap beside them.
+    tie_break_key and taken in that order (heaped if they outnumber the merges left), and later
+    pairs of that count join a heap beside them.
     block_max[i] bounds the counts of pair ids i*BLOCK... from above (a fall leaves it stale; it is
     mended when it is the largest).
     """
 
-    def __init__(self):
+    def __init__(self, wanted: int = 1 << 62):
+        self.wanted = wanted  # merges to make: a level of more ties than are left is never used up
         self.token_bytes = [bytes([i]) for i in range(256)]
         self.merges: list[tuple[bytes, bytes]] = []  # (left, right) of each new token, in order
         self.descending = [_descending(token) for token in self.token_bytes]  # by token id, made once
@@ -475,8 +477,12 @@ class _Pairs:
         descending = self.descending
         keys = [descending[a] + descending[b] for a, b in zip(self.left[ties].tolist(), self.right[ties].tolist())]
         self.tie_pair = dict(zip(keys, ties.tolist()))
-        keys.sort()
-        self.ties, self.next_tie = keys, 0
+        if len(keys) > self.wanted - len(self.merges):  # (the last level) a heap sorts only what is taken
+            heapq.heapify(keys)
+            self.ties, self.late_ties = [], keys
+        else:
+            keys.sort()
+            self.ties, self.next_tie = keys, 0
         return self.tie_pair[keys[0]]
 
     def _largest_count(self) -> int:

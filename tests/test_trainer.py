@@ -202,8 +202,8 @@ def test_merges_past_32767_tokens_key_their_pairs_in_32_bits(monkeypatch, fixtur
     push the ids of the merges past that, as a vocabulary of 33,000 would."""
     padded_init = trainer._Pairs.__init__
 
-    def with_unused_tokens(self):
-        padded_init(self)
+    def with_unused_tokens(self, *args):
+        padded_init(self, *args)
         for i in range(40_000):
             token = b"\xff" * 20 + i.to_bytes(4, "big")  # never in a word
             self.token_bytes.append(token)
