@@ -6,6 +6,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -348,6 +349,9 @@ class _Items:
         for name, array in arrays.items():
             setattr(self, name, memoryview(array))
 
+    def __getattr__(self, name: str) -> Any:  # (only for type checkers: the names are set above)
+        raise AttributeError(name)
+
 
 class _Pairs:
     """Pair id -> left token, right token, count, with the best pair found by a blocked maximum.
@@ -473,16 +477,17 @@ class _Pairs:
         self.block_max[blocks] = counts.max(axis=1)
         self.level = top
         rows, columns = (counts == top).nonzero()
-        ties = blocks[rows] * BLOCK + columns
+        tied = blocks[rows] * BLOCK + columns
         descending = self.descending
-        keys = [descending[a] + descending[b] for a, b in zip(self.left[ties].tolist(), self.right[ties].tolist())]
-        self.tie_pair = dict(zip(keys, ties.tolist()))
+        keys = [descending[a] + descending[b] for a, b in zip(self.left[tied].tolist(), self.right[tied].tolist())]
+        self.tie_pair = dict(zip(keys, tied.tolist()))
+        self.next_tie = 0
         if len(keys) > self.wanted - len(self.merges):  # (the last level) a heap sorts only what is taken
             heapq.heapify(keys)
             self.ties, self.late_ties = [], keys
         else:
             keys.sort()
-            self.ties, self.next_tie = keys, 0
+            self.ties = keys
         return self.tie_pair[keys[0]]
 
     def _largest_count(self) -> int:
