@@ -93,11 +93,11 @@ def piece_hash(low, high):
     bit above it, so to the top ones; six passes over the pieces (splitmix64's finaliser twice
     took seventeen), as even a spread over slots on corpus pieces, and no two of them alike."""
     turned = (high >> _LENGTH_FIRST) | (high << _REST_AFTER)
-    return (low ^ (turned * _SPREAD_HIGH)) * _SPREAD
+    return (low ^ (turned * GOLDEN)) * _SPREAD
 
 
 _LENGTH_FIRST, _REST_AFTER = np.uint64(LENGTH_SHIFT), np.uint64(64 - LENGTH_SHIFT)  # high turned by a byte
-_SPREAD_HIGH = np.uint64(0x9E3779B97F4A7C15)  # odd, its bits well spread: 2**64 over the golden ratio
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # odd, its bits well spread: 2**64 over the golden ratio
 _SPREAD = np.uint64(0xBF58476D1CE4E5B9)  # odd: splitmix64's first multiplier
 
 

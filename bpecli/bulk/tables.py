@@ -9,7 +9,7 @@ import numpy as np
 
 from ..arrays import spans
 from ..bpe import BYTE_TOKENS
-from .packing import PACKED_BYTES, distinct_packed, pack_spans, piece_hash
+from .packing import GOLDEN, PACKED_BYTES, distinct_packed, pack_spans, piece_hash
 
 NO_RANK = np.int32(np.iinfo(np.int32).max)  # what a lookup gives for a pair that is no token (ranks are int32)
 # Lookups of more pairs than this go in blocks, so their temporaries stay small.
@@ -144,8 +144,6 @@ class PairTable:
     numpy calls, where probing on would take as many rounds as the longest run of taken slots it
     met (ten or more in cl100k_base's table), however few its keys."""
 
-    MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd, its bits well spread: 2**64 over the golden ratio
-
     def __init__(self, keys, values, base: int):
         self.base = base
         bits = max(4, (4 * len(keys)).bit_length())  # a quarter of the slots or fewer taken: most keys win theirs
@@ -165,7 +163,7 @@ class PairTable:
         self.sorted_ranks = np.append(np.asarray(values, dtype=np.int32)[order], NO_RANK)
 
     def _slots(self, keys):
-        return ((np.asarray(keys, dtype=np.int64).view(np.uint64) * self.MULTIPLIER) >> self.shift).view(np.int64)
+        return ((np.asarray(keys, dtype=np.int64).view(np.uint64) * GOLDEN) >> self.shift).view(np.int64)
 
     def lookup(self, wanted):
         """The rank of each key in wanted; NO_RANK for a key that is not in the table."""
