@@ -48,10 +48,10 @@ class Vocabulary:
         holds them in a row (2**24 bits: packed_bits). A token longer than two
         bytes that holds a, b holds the byte before them or the one after them too."""
         joined, starts, sizes, _ = self.token_arrays
-        data = np.frombuffer(joined, dtype=np.uint8).astype(np.int64)
+        data = np.frombuffer(joined, dtype=np.uint8)
         two = starts[sizes == 2]
         two_byte = np.zeros(1 << 16, dtype=bool)
-        two_byte[data[two] << 8 | data[two + 1]] = True
+        two_byte[data[two].astype(np.int64) << 8 | data[two + 1]] = True
         return two_byte, packed_bits(self._runs_inside_tokens(3), 1 << 24)
 
     def _runs_inside_tokens(self, length: int):
