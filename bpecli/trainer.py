@@ -436,7 +436,8 @@ class _Pairs:
         return start
 
     def add_one(self, left: int, right: int, count: int) -> int:
-        """add() for one pair, without numpy calls or loops; its id."""
+        """add() for one pair, without numpy calls or loops; its id. (add_few repeats its body in
+        its loop: calling it per pair cost 3.4% more instructions over 60,000 merges.)"""
         pair = self.size
         self.size += 1
         if self.size > len(self.count):
