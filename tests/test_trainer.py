@@ -197,6 +197,26 @@ def test_fast_trainer_matches_the_naive_one_over_hundreds_of_merges(fixtures, me
     assert train_bpe(counts, vocab_size=256 + 300) == naive_train_bpe(counts, 300)
 
 
+def test_merges_known_to_come_next_share_a_pass_and_stay_those_made_one_at_a_time(fixtures, monkeypatch):
+    """While the best pair is unmerged, the pairs that will merge after it may be known; they merge
+    in the same numpy pass (trainer._merges_from). On real text many merges do, and the merges are
+    those made one at a time."""
+    words = Counter(fixtures.joinpath("corpus.en").read_text(encoding="utf-8").split(" "))
+    counts = {" " + w: n for w, n in words.items() if w}
+    passes = []
+    merge = trainer._Words.merge
+
+    def counted(self, batch, pairs):
+        passes.append(len(batch))
+        merge(self, batch, pairs)
+
+    monkeypatch.setattr(trainer._Words, "merge", counted)
+    together = train_bpe(counts, vocab_size=256 + 1000)
+    assert sum(n for n in passes if n > 1) > len(together) // 4
+    monkeypatch.setattr(trainer, "_merges_from", lambda best, *_: [best])
+    assert train_bpe(counts, vocab_size=256 + 1000) == together
+
+
 def test_merges_past_32767_tokens_key_their_pairs_in_32_bits(monkeypatch, fixtures, merge_steps):
     """New pairs are grouped by 16-bit keys while the token ids allow it; unused tokens in front
     push the ids of the merges past that, as a vocabulary of 33,000 would."""
