@@ -125,7 +125,8 @@ def test_worker_count_does_not_change_the_result(fixtures, tmp_path):
 def test_fast_trainer_matches_the_naive_one_on_any_small_corpus(counts, n_merges):
     """Repeated letters make overlapping pairs ("aaa"), the case the merge step must get right;
     both ways of merging (numpy calls, Python steps) are run, the first with the byte pairs
-    numbered in blocks of 5 positions, which cut through words."""
+    numbered in blocks of 5 positions, which cut through words, and with every merge a numpy
+    pass, which takes the merges known to come next with it (side by side ones among them)."""
     naive = naive_train_bpe(counts, n_merges)
     for few, block in ((0, 5), (1 << 62, trainer.BYTE_PAIR_BLOCK)):
         with patch.object(trainer, "FEW", few), patch.object(trainer, "BYTE_PAIR_BLOCK", block):
