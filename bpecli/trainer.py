@@ -270,12 +270,13 @@ class _Words:
         if 2 * len(batch) * tokens >= 1 << 31:  # keys past int32
             x, y = x.astype(np.int64), y.astype(np.int64)
         ahead = member * (2 * tokens)
-        keys = np.concatenate((y + ahead, x + (ahead + tokens)))
-        real = np.concatenate((y >= 0, x >= 0))
-        made, keys = np.concatenate((at, before))[real], keys[real]
-        if 2 * len(batch) * tokens <= 1 << 16:  # keys fit 16 bits, which numpy's stable sort sorts by radix
-            keys = keys.astype(np.uint16)
-        self._number(pairs, first_new, tokens, made, keys, weights[real])
+        other = np.concatenate((y, x))
+        real = other >= 0
+        keys = np.concatenate((y + ahead, x + (ahead + tokens)))[real]
+        made, other = np.concatenate((at, before))[real], other[real]
+        if tokens <= 1 << 16:  # the other tokens fit 16 bits, which numpy's stable sort sorts by radix
+            other = other.astype(np.uint16)
+        self._number(pairs, first_new, tokens, made, keys, other, weights[real])
 
     def _merge_few(self, best: int, made_at: list[int], pairs: _Pairs, new: int) -> None:
         """merge() for a pair made at FEW positions or fewer, step by step in Python (most merges
@@ -358,14 +359,16 @@ class _Words:
                 used += 1
             found_from[pair + 1] = used
 
-    def _number(self, pairs: _Pairs, first_new: int, tokens: int, made, keys, weights) -> None:
+    def _number(self, pairs: _Pairs, first_new: int, tokens: int, made, keys, other, weights) -> None:
         """Number the pairs of the new tokens first_new... starting at positions made, one id per
         distinct key (see merge), with their counts (weights added up by key), and keep their
         positions. (Method calls, not numpy's functions: these arrays are small, the functions'
         Python wrappers cost as much as the work.)"""
         if not len(made):
             return
-        order = keys.argsort(kind="stable")  # positions stay ascending within a key
+        # Sorted by the other token alone: the keys of one (member, side) come together, positions
+        # ascending, and a stable sort keeps each key's together and ascending.
+        order = other.argsort(kind="stable")
         keys, made, weights = keys[order], made[order], weights[order]
         starts_group = np.empty(len(keys), dtype=bool)
         starts_group[0] = True
