@@ -91,7 +91,7 @@ def train_bpe(
     words = _Words.of(counts)
     pairs = _Pairs(n_merges)
     words.number_byte_pairs(pairs)
-    # 3. Merge the best pair, n_merges times or until no pair is frequent enough.
+    # 3. Merge the best pair (and those known to follow it), n_merges times or until no pair is frequent enough.
     fewest = max(min_frequency, 1)
     while len(pairs.merges) < n_merges:
         best = pairs.best()
@@ -115,7 +115,8 @@ def _merges_from(best: int, words: _Words, pairs: _Pairs, room: int, fewest: int
     then the pairs best makes, (best, y) and (x, best), count at most what (b, y) and (x, a) do,
     which is at most B's count. One of them counts as much as B (and may come first) only if such
     a (b, y) or (x, a) has B's count, which _Pairs.none_beside rules out. So on for the pair after
-    B, against all the pairs taken."""
+    B (B no (c, c) either), against all the pairs taken: then no occurrence of one overlaps
+    another's, and one pass merges them as one after another would."""
     items = pairs.items
     left, right, count = items.left, items.right, items.count
     if words.size(best) <= FEW or left[best] == right[best]:

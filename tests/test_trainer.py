@@ -218,6 +218,17 @@ def test_merges_known_to_come_next_share_a_pass_and_stay_those_made_one_at_a_tim
     assert train_bpe(counts, vocab_size=256 + 1000) == together
 
 
+def test_a_pair_the_pass_would_make_at_the_next_count_ends_the_pass(monkeypatch):
+    """Once (a, b) merges, (z, ab) counts as much as (z, aa), the next best pair before it, and
+    goes first (the greater pair of bytes): the pass that merges (a, b) must stop before (z, aa),
+    as (z, a), the pair (z, ab) comes from, has that count too (trainer._Pairs.none_beside)."""
+    counts = {"aa": 100, "zab": 5, "ab": 5, "zaa": 5}
+    monkeypatch.setattr(trainer, "FEW", 0)  # every merge a numpy pass, which may take others with it
+    expected = [(b"a", b"a"), (b"a", b"b"), (b"z", b"ab"), (b"z", b"aa")]
+    assert naive_train_bpe(counts, 4) == expected
+    assert train_bpe(counts, vocab_size=256 + 4) == expected
+
+
 def test_merges_past_32767_tokens_key_their_pairs_in_32_bits(monkeypatch, fixtures, merge_steps):
     """New pairs are grouped by 16-bit keys while the token ids allow it; unused tokens in front
     push the ids of the merges past that, as a vocabulary of 33,000 would."""
