@@ -97,18 +97,19 @@ def train_bpe(
         best = pairs.best()
         if best is None or pairs.items.count[best] < fewest:
             break
-        batch = _merges_from(best, words, pairs, n_merges - len(pairs.merges), fewest)
+        few = words.size(best) <= FEW  # merged by Python steps, alone (most merges of a large vocabulary)
+        batch = [best] if few else _merges_from(best, pairs, n_merges - len(pairs.merges), fewest)
         words.merge(batch, pairs)
         if progress is not None:
             progress.update(len(batch))
     return pairs.merges
 
 
-def _merges_from(best: int, words: _Words, pairs: _Pairs, room: int, fewest: int) -> list[int]:
-    """best and the pairs that will merge right after it, known before it merges, to merge in
-    one pass: a merge by numpy calls costs about 100 us however few its positions. (Vocabulary
-    10,000 on the benchmark corpus: 9,074 of the 9,743 merges in 542 passes; 691 numpy passes
-    where there were 4,375 numpy merges.)
+def _merges_from(best: int, pairs: _Pairs, room: int, fewest: int) -> list[int]:
+    """best (made at more than FEW positions) and the pairs that will merge right after it, known
+    before it merges, to merge in one pass: a merge by numpy calls costs about 100 us however few
+    its positions. (Vocabulary 10,000 on the benchmark corpus: 9,074 of the 9,743 merges in 542
+    passes; 691 numpy passes where there were 4,375 numpy merges.)
 
     While best = (a, b) is unmerged, the next best pair B = (c, d) is known if best's merge leaves
     B's count as it is (B is no (x, a) and no (b, y): c != b, d != a) and if best is no (a, a):
@@ -119,7 +120,7 @@ def _merges_from(best: int, words: _Words, pairs: _Pairs, room: int, fewest: int
     another's, and one pass merges them as one after another would."""
     items = pairs.items
     left, right, count = items.left, items.right, items.count
-    if words.size(best) <= FEW or left[best] == right[best]:
+    if left[best] == right[best]:
         return [best]
     batch, lefts, rights = [best], {left[best]}, {right[best]}
     while len(batch) < room:
