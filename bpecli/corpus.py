@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
 import re
 import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -187,6 +185,8 @@ def _stdin_buffer():
 def spool(name: str, directory: str | None = None) -> str:
     """Copy a stream ("-" for stdin, a FIFO...) to a temporary file so it can be read in ranges
     like any other input; the copy is removed again if it cannot be made whole."""
+    import tempfile  # (here and hashlib below: imported when used, ~9 ms a one-line encode never needs)
+
     source = _stdin_buffer() if name == "-" else None
     fd, path = tempfile.mkstemp(prefix="bpecli-stdin-", suffix=".txt", dir=directory)
     try:
@@ -518,11 +518,17 @@ def read_documents(part: Part, *, splitter, text_column: str = "text", errors: s
         return _parquet_documents(part, text_column)
     raw = _part_bytes(part)
     text = _part_text(part, raw, errors)
-    digest = hashlib.sha256(raw).hexdigest() if checksum else ""
+    digest = _sha256(raw) if checksum else ""
     if part.kind == "text":
         documents = splitter.split(text)[::2] if splitter else [text]
         return [d for d in documents if d], len(raw), digest
     return _jsonl_documents(text, part, text_column), len(raw), digest
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
 
 
 def read_document_bytes(part: Part, *, splitter, checksum: bool = True) -> tuple[list[bytes], int, str]:
@@ -531,7 +537,7 @@ def read_document_bytes(part: Part, *, splitter, checksum: bool = True) -> tuple
     without a str of the part, which is a second copy, made in a slow pass as soon as the part
     holds one non-ASCII character. Only documents that hold one are decoded, to check them."""
     raw = _part_bytes(part)
-    digest = hashlib.sha256(raw).hexdigest() if checksum else ""
+    digest = _sha256(raw) if checksum else ""
     documents = [d for d in (splitter.split(raw)[::2] if splitter else [raw]) if d]
     if not raw.isascii():
         try:
@@ -636,6 +642,8 @@ def _parquet_documents(part: Part, column: str) -> tuple[list[str], int, str]:
     if values.null_count:
         row = part.first_line + compute.index(compute.is_null(values), True).as_py()
         raise InputError(f"{part.label}: row {row}: column {column!r} is null, not text")
+    import hashlib
+
     digest = hashlib.sha256()
     for buffer in values.buffers()[1:]:
         digest.update(buffer)

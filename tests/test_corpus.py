@@ -2,6 +2,7 @@
 
 import errno
 import os
+import tempfile
 
 import pytest
 import regex
@@ -83,7 +84,7 @@ def test_spooling_into_a_full_disk_leaves_no_temporary_file(tmp_path, monkeypatc
     spool_dir = tmp_path / "spool"
     spool_dir.mkdir()
     monkeypatch.setenv("TMPDIR", str(spool_dir))
-    monkeypatch.setattr(corpus.tempfile, "tempdir", None)
+    monkeypatch.setattr(tempfile, "tempdir", None)  # (tempfile caches the folder it picked)
     with pytest.raises(InputError, match="No space left on device.*set TMPDIR to a folder with room"):
         with corpus.streams_spooled([str(source)]):
             pass
