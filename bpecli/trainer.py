@@ -227,14 +227,20 @@ class _Words:
         for pair in batch:
             pairs.new_token(pair)
         if len(batch) == 1:
-            best, (start, end) = batch[0], (self.items.found_from[batch[0]], self.items.found_from[batch[0] + 1])
+            best = batch[0]
+            start, end = self.items.found_from[best], self.items.found_from[best + 1]
             if end - start == 1 <= FEW:
                 return self._merge_one(best, self.items.found[start], pairs, first_new)
             if end - start <= FEW:
                 return self._merge_few(best, self.items.found[start:end].tolist(), pairs, first_new)
+        self._merge_numpy(batch, pairs, first_new)
+
+    def _merge_numpy(self, batch: list[int], pairs: _Pairs, first_new: int) -> None:
+        """merge() by numpy calls, each step over every occurrence of every pair of batch at once."""
         symbols, nxt, prv, pair_at = self.symbols, self.nxt, self.prv, self.pair_at
         if len(batch) == 1:
-            made_at = self.found[start:end].astype(np.intp)
+            best = batch[0]
+            made_at = self.found[self.items.found_from[best] : self.items.found_from[best + 1]].astype(np.intp)
             at = made_at[pair_at[made_at] == best]
             if pairs.items.left[best] == pairs.items.right[best]:  # "aaa": 0 and 1 overlap; 0 goes first
                 at = without_overlaps(at, nxt)
