@@ -150,13 +150,12 @@ class PairTable:
         self.shift = np.uint64(64 - bits)
         self.keys = np.full(1 << bits, -1, dtype=np.int64)  # -1: an empty slot
         self.ranks = np.full(1 << bits, NO_RANK, dtype=np.int32)
-        # of the keys written to one slot the last stays (numpy's order): the lowest ranks, BPE's
-        # commonest pairs, go last, so they win their slots and need no search
-        order = np.argsort(values, kind="stable")[::-1]
-        slots = self._slots(keys[order])
-        self.keys[slots] = keys[order]
-        won = self.keys[slots] == keys[order]
-        self.ranks[slots[won]] = values[order[won]]
+        # each slot to the key of the lowest rank that picks it: BPE's commonest pairs need no
+        # search (two keys of one rank in a slot: the last written stays, and both are right)
+        slots = self._slots(keys)
+        np.minimum.at(self.ranks, slots, np.asarray(values, dtype=np.int32))
+        won = self.ranks[slots] == values
+        self.keys[slots[won]] = keys[won]
         order = np.argsort(keys)
         # the keys in order and their ranks, ending in a key larger than any (no search runs off the end)
         self.sorted_keys = np.append(keys[order], np.iinfo(np.int64).max)
