@@ -369,7 +369,7 @@ class _Words:
 
     def _number(self, pairs: _Pairs, first_new: int, tokens: int, made, keys, other, weights) -> None:
         """Number the pairs of the new tokens first_new... starting at positions made, one id per
-        distinct key (see merge), with their counts (weights added up by key), and keep their
+        distinct key (see _merge_numpy), with their counts (weights added up by key), and keep their
         positions. (Method calls, not numpy's functions: these arrays are small, the functions'
         Python wrappers cost as much as the work.)"""
         if not len(made):
