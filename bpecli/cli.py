@@ -24,7 +24,7 @@ class _Command(TyperCommand):
         try:
             return super().invoke(ctx)
         except BpecliError as e:
-            _fail(f"bpecli: error: {e}", 1)
+            _fail(f"bpecli: error: {e.for_cli(FLAGS)}", 1)
         except Terminated:  # finished shards stay for a rerun to keep; workers end quietly
             _fail("bpecli: terminated", 143)
         except KeyboardInterrupt:
@@ -38,6 +38,11 @@ class _Command(TyperCommand):
             _fail(f"bpecli: error: {e.strerror or e}{where}", 1)
         except MemoryError:
             _fail("bpecli: error: out of memory; use fewer --workers or smaller inputs", 1)
+
+
+# The flags of the library's arguments whose names differ from them (errors.render_for_cli): the
+# rest are "--" and the argument's name with dashes.
+FLAGS = {"special_tokens": "--special", "tokenizer": "-t", "out_dir": "--out"}
 
 
 class Terminated(KeyboardInterrupt):
