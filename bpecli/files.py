@@ -5,10 +5,12 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import errno
 import json
 import os
 import re
-import shutil
+import stat
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -17,6 +19,7 @@ from operator import add, gt, itemgetter, le, lt
 from pathlib import Path
 from typing import cast
 
+from . import folders
 from .errors import BpecliError, OutputError, TokenizerFileError
 from .normalize import check as check_normalize, from_hugging_face, to_hugging_face
 from .pretokenize import PATTERNS, resolve_pattern
@@ -126,21 +129,30 @@ TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_conf
                    "tokenizer.tiktoken", "bpecli.json")
 
 
+def _own(name: str) -> bool:
+    """Whether a name in a tokenizer folder is one bpecli writes (LOCK: older bpecli locked
+    tokenizer folders by a file)."""
+    return name in TOKENIZER_FILES or name == LOCK
+
+
 def save(tokenizer: Tokenizer, out_dir: str | Path, *, force: bool = False) -> Path:
-    """Write every format into out_dir. A new folder is built beside it and renamed into place;
-    an existing one may hold only bpecli's own files (replaced with force), and gets them
-    replaced one by one, bpecli.json last. Nothing else in it is ever touched."""
+    """Write every format into out_dir. The new files are built in a folder beside it, which is
+    renamed into place, or exchanged with an existing out_dir in one step (see folders.py): a
+    reader sees the old tokenizer or the new one, never a mix. An existing out_dir may hold only
+    bpecli's own files (replaced with force); nothing else in it is ever touched."""
     out_dir = Path(out_dir)
     check_writable(out_dir, force=force)
     if out_dir.is_dir():
-        return _replace_files(tokenizer, out_dir)
+        return _replace_folder(tokenizer, out_dir)
     parent = out_dir.absolute().parent
+    prefix = f".{out_dir.name}."
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        building = _private_folder(parent, f".{out_dir.name}.")
+        building, held = folders.make_building(parent, prefix)
     except OSError as e:
         raise OutputError(f"cannot write into {parent} ({e.strerror or e}); choose an --out you can write to") from None
     try:
+        folders.remove_leftovers(parent, prefix, _own)  # of runs killed before their rename
         _write_all(tokenizer, building)
         umask = os.umask(0o22)
         os.umask(umask)
@@ -149,32 +161,41 @@ def save(tokenizer: Tokenizer, out_dir: str | Path, *, force: bool = False) -> P
     except OSError as e:
         raise OutputError(f"cannot write {out_dir} ({e.strerror or e})") from None
     finally:
-        shutil.rmtree(building, ignore_errors=True)
+        os.close(held)
+        folders.remove(building, _own)  # gone already once renamed
     return out_dir
 
 
-def _private_folder(parent: Path, prefix: str) -> Path:
-    import tempfile  # imported when used: ~4 ms a one-line encode never needs
-
-    return Path(tempfile.mkdtemp(prefix=prefix, suffix=".bpecli-tmp", dir=parent))
-
-
 def _write_all(tokenizer: Tokenizer, folder: Path) -> None:
+    """Every format into folder, bpecli.json last with the size and CRC-32 of each other file: a
+    folder whose files come from two tokenizers is refused on load, not read as one."""
     listing = _Listing.of(tokenizer)
     write_vocab_and_merges(tokenizer, folder, listing)
     write_tokenizer_json(tokenizer, folder / "tokenizer.json", listing)
     write_transformers_config(tokenizer, folder)
     write_tiktoken(tokenizer, folder / "tokenizer.tiktoken")
-    write_bpecli_json(tokenizer, folder / "bpecli.json")
+    written = {}
+    for name in TOKENIZER_FILES[:-1]:
+        data = (folder / name).read_bytes()
+        written[name] = {"bytes": len(data), "crc32": f"{zlib.crc32(data):08x}"}
+    write_bpecli_json(tokenizer, folder / "bpecli.json", files=written)
 
 
 def check_writable(out_dir: str | Path, *, force: bool = False) -> None:
     """The errors save would give for out_dir, before any work is done."""
     out_dir = Path(out_dir)
+    if out_dir.is_symlink() and not out_dir.exists():
+        try:
+            os.stat(out_dir)
+        except OSError as e:
+            raise OutputError(f"{out_dir} is a symbolic link that leads nowhere ({folders.why(e)}); "
+                              "choose another --out, or fix the link") from None
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputError(f"{out_dir} is a file; --out names a folder for the tokenizer files")
     if out_dir.is_dir():
         _check_own_files(out_dir, force)
+        if force and not folders.can_swap(Path(os.path.realpath(out_dir))) and not os.access(out_dir, os.W_OK | os.X_OK):
+            raise OutputError(f"cannot write into {out_dir}; choose an --out you can write to")
     else:
         parent = out_dir.absolute().parent
         while not parent.exists():
@@ -188,8 +209,7 @@ def _check_own_files(out_dir: Path, force: bool) -> None:
         present = [p.name for p in out_dir.iterdir()]
     except OSError as e:
         raise OutputError(f"cannot read {out_dir} ({e.strerror or e})") from None
-    foreign = sorted(name for name in present
-                     if name not in TOKENIZER_FILES and name != LOCK and not name.endswith(".bpecli-tmp"))
+    foreign = sorted(name for name in present if not _own(name) and not name.endswith(folders.TEMPORARY))
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise OutputError(f"{out_dir} holds files bpecli did not write ({shown}); choose a new or empty folder for --out")
@@ -197,24 +217,77 @@ def _check_own_files(out_dir: Path, force: bool) -> None:
         raise OutputError(f"{out_dir} holds a tokenizer already; use --force to replace its files")
 
 
-def _replace_files(tokenizer: Tokenizer, out_dir: Path) -> Path:
-    """Write into an existing folder that holds nothing but bpecli's files, or nothing (see
-    check_writable)."""
-    with locked(out_dir):  # a second run replacing the same files would leave them mixed
+def _replace_folder(tokenizer: Tokenizer, out_dir: Path) -> Path:
+    """Replace an existing folder that holds nothing but bpecli's files, or nothing (see
+    check_writable): a new generation is built beside it and exchanged with it, and the old one
+    removed. A link to the folder stays a link to it; the folder keeps its mode."""
+    target = Path(os.path.realpath(out_dir))
+    held = folders.lock(target)  # a second run replacing the same folder waits for none: it is refused
+    try:
+        _check_own_files(target, True)  # again: nothing changes it now but a user
+        # the working folder stays where the shell that ran bpecli is (a swap would leave it in the old one)
+        if not folders.can_swap(target) or _is_working_folder(target):
+            _replace_inside(tokenizer, target)
+            return out_dir
+        prefix = f".{target.name}."
+        folders.remove_leftovers(target.parent, prefix, _own)  # of runs killed midway
         try:
-            building = _private_folder(out_dir, ".")
+            building, building_held = folders.make_building(target.parent, prefix)
         except OSError as e:
-            raise OutputError(f"cannot write into {out_dir} ({e.strerror or e}); choose an --out you can write to") from None
+            raise OutputError(f"cannot write into {target.parent} ({e.strerror or e})") from None
         try:
             _write_all(tokenizer, building)
-            (out_dir / "bpecli.json").unlink(missing_ok=True)  # never a folder that looks whole but is mixed
-            for name in TOKENIZER_FILES:
-                os.replace(building / name, out_dir / name)
+            folders.same_settings(building, target)
+            try:
+                folders.swap_in(building, target)  # building now holds the old generation
+            except OSError as e:
+                if e.errno not in (errno.EBUSY, errno.EXDEV):
+                    raise
+                _replace_inside(tokenizer, target)  # a mount point that can_swap could not tell (a bind mount)
+                return out_dir
+            arrived = sorted(name for name in os.listdir(building) if not _own(name)
+                             and not name.endswith(folders.TEMPORARY))
+            if arrived:  # a user's file, written into the folder as it was replaced: put the old one back
+                folders.swap_in(building, target)
+                raise OutputError(f"{out_dir} gained files bpecli did not write ({', '.join(arrived[:3])}) while "
+                                  "bpecli replaced it; it was left as it was")
         except OSError as e:
             raise OutputError(f"cannot write {out_dir} ({e.strerror or e})") from None
         finally:
-            shutil.rmtree(building, ignore_errors=True)
+            os.close(building_held)
+            folders.remove(building, _own)  # the old generation, or the new one on a failure
+    finally:
+        os.close(held)
     return out_dir
+
+
+def _is_working_folder(folder: Path) -> bool:
+    try:
+        return os.path.samefile(folder, ".")
+    except OSError:
+        return False
+
+
+def _replace_inside(tokenizer: Tokenizer, target: Path) -> None:
+    """Where the folder cannot be renamed (a mount point, a parent bpecli may not write), its files
+    are replaced one by one, bpecli.json first: it names the sizes and checksums of the files it
+    goes with, so bpecli refuses the folder until the last of them is in place. Other programs
+    reading the files meanwhile may see a mix."""
+    folders.remove_leftovers(target, ".", _own)
+    try:
+        building, held = folders.make_building(target, ".")
+    except OSError as e:
+        raise OutputError(f"cannot write into {target} ({e.strerror or e}); choose an --out you can write to") from None
+    try:
+        _write_all(tokenizer, building)
+        first = ("bpecli.json", "tokenizer.tiktoken")
+        for name in (*first, *(name for name in TOKENIZER_FILES if name not in first)):
+            os.replace(building / name, target / name)
+    except OSError as e:
+        raise OutputError(f"cannot write {target} ({e.strerror or e})") from None
+    finally:
+        os.close(held)
+        folders.remove(building, _own)
 
 
 @dataclass
@@ -437,7 +510,9 @@ def write_tiktoken(tokenizer: Tokenizer, path: Path) -> None:
     path.write_text("".join(lines), encoding="ascii")
 
 
-def write_bpecli_json(tokenizer: Tokenizer, path: Path) -> None:
+def write_bpecli_json(tokenizer: Tokenizer, path: Path, *, files: dict[str, dict] | None = None) -> None:
+    """bpecli.json: the pattern, special tokens and normalization the ranks file does not hold, and
+    (files) the size and CRC-32 of each file written with it."""
     document = {
         "format_version": FORMAT_VERSION,
         "pattern": tokenizer.pattern,
@@ -445,6 +520,7 @@ def write_bpecli_json(tokenizer: Tokenizer, path: Path) -> None:
         **({"normalize": list(tokenizer.normalize)} if tokenizer.normalize else {}),
         "vocab_size": tokenizer.vocab_size,
         "ranks_file": "tokenizer.tiktoken",
+        **({"files": files} if files else {}),
     }
     path.write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
@@ -458,38 +534,55 @@ def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[s
 
     path may be a folder written by `bpecli train`, a vocab.json with merges.txt beside it, a
     Hugging Face tokenizer.json, or a .tiktoken ranks file (pattern defaults to cl100k there).
-    pattern and special_tokens, when given, replace what the files say.
+    pattern and special_tokens, when given, replace what the files say. The files of one folder
+    are read through one descriptor of it: all of one generation, even while `train --force`
+    replaces the folder.
     """
     path = Path(path)
-    if path.is_dir():
-        for name in ("bpecli.json", "tokenizer.json", "vocab.json", "tokenizer.tiktoken"):
-            if (path / name).is_file():
-                return load(path / name, pattern=pattern, special_tokens=special_tokens)
-        raise TokenizerFileError(
-            f"{path}: no tokenizer here (expected bpecli.json, tokenizer.json, vocab.json or a .tiktoken file)"
-        )
-    if not path.is_file():
-        raise TokenizerFileError(f"{path}: no such tokenizer file or folder")
     try:
-        return _load_file(path, pattern, special_tokens)
-    except (KeyError, TypeError, AttributeError, ValueError) as e:
-        raise TokenizerFileError(f"{path}: corrupt or of no known tokenizer format ({type(e).__name__}: {e})") from None
+        found = os.stat(path)
+    except FileNotFoundError:
+        raise TokenizerFileError(f"{path}: no such tokenizer file or folder") from None
+    except OSError as e:
+        raise TokenizerFileError(f"{path}: cannot read ({folders.why(e)})") from None
+    if stat.S_ISDIR(found.st_mode):
+        folder, name = path, None
+    else:
+        folder, name = path.parent, path.name
+    with folders.Generation(folder) as generation:
+        if name is None:
+            name = next((name for name in ("bpecli.json", "tokenizer.json", "vocab.json", "tokenizer.tiktoken")
+                         if generation.has(name)), None)
+            if name is None:
+                raise TokenizerFileError(
+                    f"{path}: no tokenizer here (expected bpecli.json, tokenizer.json, vocab.json or a .tiktoken file)"
+                )
+        try:
+            tokenizer = _load_file(generation, name, pattern, special_tokens)
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
+            raise TokenizerFileError(f"{path}: corrupt or of no known tokenizer format ({type(e).__name__}: {e})") from None
+        # what was read, so that the fingerprint hashes these files and no later ones (see Tokenizer.fingerprint)
+        read = tuple(generation.read_files[Path(name).name] for name in tokenizer.files)
+        object.__setattr__(tokenizer, "_read_files", read)
+    return tokenizer
 
 
-def _load_file(path: Path, pattern: str | None, special_tokens: dict[str, int] | None) -> Tokenizer:
-    if path.name in TOKENIZER_FILES and path.name != "bpecli.json" and (path.parent / "bpecli.json").is_file():
+def _load_file(generation: folders.Generation, name: str, pattern: str | None,
+               special_tokens: dict[str, int] | None) -> Tokenizer:
+    if name in TOKENIZER_FILES and name != "bpecli.json" and generation.has("bpecli.json"):
         # one file of a folder `bpecli train` wrote: the folder says its pattern and special tokens
-        return _load_file(path.parent / "bpecli.json", pattern, special_tokens)
-    if path.suffix == ".tiktoken":
-        ranks = read_tiktoken(path)
+        return _load_file(generation, "bpecli.json", pattern, special_tokens)
+    shown = generation.path / name
+    if Path(name).suffix == ".tiktoken":
+        ranks = _parse_tiktoken(generation.read(name), shown)
         specials = special_tokens if special_tokens is not None else SPECIAL_PRESETS.get(len(ranks), {})
-        return _checked(path, ranks, specials, _pattern(pattern, "cl100k", "the default for .tiktoken files"), [path])
-    document = _read_json(path)
-    if path.name == "bpecli.json" or isinstance(document.get("format_version"), int) and "ranks_file" in document:
-        return _load_bpecli(path, document, pattern, special_tokens)
+        return _checked(shown, ranks, specials, _pattern(pattern, "cl100k", "the default for .tiktoken files"), [shown])
+    document = _read_json(generation, name)
+    if name == "bpecli.json" or isinstance(document.get("format_version"), int) and "ranks_file" in document:
+        return _load_bpecli(generation, name, document, pattern, special_tokens)
     if isinstance(document.get("model"), dict):
-        return _load_hugging_face(path, document, pattern, special_tokens)
-    return _load_gpt2(path, document, pattern, special_tokens)
+        return _load_hugging_face(shown, document, pattern, special_tokens)
+    return _load_gpt2(generation, name, document, pattern, special_tokens)
 
 
 # A .tiktoken file as tiktoken writes it: every line "base64 rank"; such a file is read in a few
@@ -498,9 +591,16 @@ _TIKTOKEN_LINES = re.compile(r"(?:[A-Za-z0-9+/]+={0,2} [0-9]+\n)*")
 
 
 def read_tiktoken(path: Path) -> dict[bytes, int]:
+    """The ranks of a .tiktoken file: base64 of a token's bytes, a space, its rank; one per line."""
+    path = Path(path)
+    with folders.Generation(path.parent) as generation:
+        return _parse_tiktoken(generation.read(path.name), path)
+
+
+def _parse_tiktoken(data: bytes, path: Path) -> dict[bytes, int]:
     try:
-        text = path.read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError) as e:
+        text = data.decode("ascii")
+    except UnicodeDecodeError as e:
         raise TokenizerFileError(f"{path}: not a readable .tiktoken file ({e})") from None
     if _TIKTOKEN_LINES.fullmatch(text):
         fields = text.split()
@@ -520,11 +620,18 @@ def read_tiktoken(path: Path) -> dict[bytes, int]:
     return ranks
 
 
-def _read_json(path: Path) -> dict:
+def _text(data: bytes, path: Path) -> str:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
         raise TokenizerFileError(f"{path}: cannot read ({e})") from None
+
+
+def _read_json(generation: folders.Generation, name: str) -> dict:
+    path = generation.path / name
+    text = _text(generation.read(name), path)
+    try:
+        document = json.loads(text)
     except json.JSONDecodeError as e:
         raise TokenizerFileError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
     if not isinstance(document, dict):
@@ -532,35 +639,66 @@ def _read_json(path: Path) -> dict:
     return document
 
 
-def _load_bpecli(path: Path, document: dict, pattern: str | None, specials: dict | None) -> Tokenizer:
+def _load_bpecli(generation: folders.Generation, name: str, document: dict, pattern: str | None,
+                 specials: dict | None) -> Tokenizer:
+    path = generation.path / name
     version = document.get("format_version")
     if version != FORMAT_VERSION:
         raise TokenizerFileError(
             f"{path}: format_version {version} is not {FORMAT_VERSION}, the one this bpecli reads; "
             "retrain it, or use a bpecli of that version"
         )
-    ranks_path = path.parent / document.get("ranks_file", "tokenizer.tiktoken")
+    ranks_file = document.get("ranks_file", "tokenizer.tiktoken")
+    data = generation.read(ranks_file)
+    _check_written(path, document.get("files"), ranks_file, data)
+    ranks_path = generation.path / ranks_file
+    ranks = _parse_tiktoken(data, ranks_path)
+    found = document.get("special_tokens", {})
+    size = document.get("vocab_size", len(ranks) + len(found))
+    if size != len(ranks) + len(found):
+        raise TokenizerFileError(f"{path}: says {str(size)[:20]} tokens, but {ranks_file} and its special tokens "
+                                 f"have {len(ranks) + len(found):,}; the folder mixes files of two tokenizers: "
+                                 "train it again, or copy the whole folder")
     return _checked(
         path,
-        read_tiktoken(ranks_path),
-        specials if specials is not None else document.get("special_tokens", {}),
+        ranks,
+        specials if specials is not None else found,
         _pattern(pattern, document.get("pattern") or "gpt2", f"from {path}"),
         [path, ranks_path],
         normalize=_normalize_of(path, document.get("normalize") or []),
     )
 
 
-def _load_gpt2(path: Path, vocab: dict, pattern: str | None, specials: dict | None) -> Tokenizer:
+def _check_written(path: Path, files, ranks_file: str, data: bytes) -> None:
+    """The ranks file is the one bpecli.json was written with, if it recorded it (bpecli writes
+    the size and CRC-32 of each file since it replaces folders whole)."""
+    if files is None:  # from a bpecli that recorded none
+        return
+    entry = files.get(ranks_file) if isinstance(files, dict) else None
+    if not isinstance(entry, dict) or type(entry.get("bytes")) is not int or not isinstance(entry.get("crc32"), str):
+        raise TokenizerFileError(f"{path}: its record of {ranks_file} (in 'files') is missing or damaged; "
+                                 "train the tokenizer again")
+    if len(data) != entry["bytes"]:
+        differs = f"{len(data):,} bytes, where it recorded {entry['bytes']:,}"
+    elif f"{zlib.crc32(data):08x}" != entry["crc32"].lower():
+        differs = "another CRC-32 than it recorded"
+    else:
+        return
+    raise TokenizerFileError(f"{path}: {ranks_file} is not the file written with it ({differs}); the folder mixes "
+                             "files of two tokenizers: train it again, or copy the whole folder")
+
+
+def _load_gpt2(generation: folders.Generation, name: str, vocab: dict, pattern: str | None,
+               specials: dict | None) -> Tokenizer:
     """vocab.json + merges.txt: a multi-byte entry that no merge makes is a special token."""
+    path = generation.path / name
     # merges.txt beside it, or gpt2_merges.txt beside gpt2_vocab.json
-    candidates = [path.with_name(path.name.replace("vocab.json", "merges.txt")), path.with_name("merges.txt")]
-    merges_path = next((c for c in candidates if c.is_file() and c != path), None)
-    if merges_path is None:
+    candidates = [name.replace("vocab.json", "merges.txt"), "merges.txt"]
+    merges_name = next((c for c in candidates if c != name and generation.has(c)), None)
+    if merges_name is None:
         raise TokenizerFileError(f"{path}: expected merges.txt beside this vocab.json")
-    try:
-        text = merges_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise TokenizerFileError(f"{merges_path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    merges_path = generation.path / merges_name
+    text = _text(generation.read(merges_name), merges_path)
     lines = text.splitlines()
     header = 1 if lines and lines[0].startswith("#version") else 0
     if "" in lines or "#version" in text[len(lines[0]) if header else 0 :]:

@@ -77,7 +77,7 @@ def test_save_refuses_to_overwrite_without_force(trained, tmp_path):
     with pytest.raises(BpecliError, match="holds a tokenizer already; use --force"):
         tok.save(tmp_path / "out")
     tok.save(tmp_path / "out", force=True)
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([*TOKENIZER_FILES, LOCK])  # no temporary folder left
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(TOKENIZER_FILES)  # no temporary folder left
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     (tmp_path / "out" / "notes.txt").write_text("mine")
     with pytest.raises(BpecliError, match=r"holds files bpecli did not write \(notes.txt\)"):
@@ -302,17 +302,25 @@ def test_transformers_loads_a_trained_folder_and_knows_its_separator(tmp_path, f
 
 
 def test_a_second_save_into_a_folder_being_replaced_is_refused(trained, tmp_path):
-    """Two runs replacing one folder's files one by one could leave them mixed: one holds a lock."""
+    """A run replacing a folder holds a lock on the folder itself: a second one is refused."""
     import fcntl
+    import os
 
     tok, _ = trained
     tok.save(tmp_path / "out")
     before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
-    with open(tmp_path / "out" / LOCK, "a") as held:
+    held = os.open(tmp_path / "out", os.O_RDONLY | os.O_DIRECTORY)
+    try:
         fcntl.flock(held, fcntl.LOCK_EX)
         with pytest.raises(BpecliError, match="another bpecli is writing"):
             tok.save(tmp_path / "out", force=True)
-    assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir() if p.name != LOCK} == before
-    tok.save(tmp_path / "out", force=True)  # the lock file left behind is bpecli's own
+    finally:
+        os.close(held)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    (tmp_path / "out" / LOCK).write_text("")  # the lock file of an older bpecli is its own too
+    tok.save(tmp_path / "out", force=True)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(TOKENIZER_FILES)
     with pytest.raises(BpecliError, match="holds a tokenizer already"):
         tok.save(tmp_path / "out")
+
