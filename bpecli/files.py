@@ -574,7 +574,7 @@ def _load_file(generation: folders.Generation, name: str, pattern: str | None,
         return _load_file(generation, "bpecli.json", pattern, special_tokens)
     shown = generation.path / name
     if Path(name).suffix == ".tiktoken":
-        ranks = _parse_tiktoken(generation.read(name), shown)
+        ranks = _parse_tiktoken(generation.read(name), shown, quote=not generation.linked(name))
         specials = special_tokens if special_tokens is not None else SPECIAL_PRESETS.get(len(ranks), {})
         return _checked(shown, ranks, specials, _pattern(pattern, "cl100k", "the default for .tiktoken files"), [shown])
     document = _read_json(generation, name)
@@ -594,10 +594,12 @@ def read_tiktoken(path: Path) -> dict[bytes, int]:
     """The ranks of a .tiktoken file: base64 of a token's bytes, a space, its rank; one per line."""
     path = Path(path)
     with folders.Generation(path.parent) as generation:
-        return _parse_tiktoken(generation.read(path.name), path)
+        return _parse_tiktoken(generation.read(path.name), path, quote=not generation.linked(path.name))
 
 
-def _parse_tiktoken(data: bytes, path: Path) -> dict[bytes, int]:
+def _parse_tiktoken(data: bytes, path: Path, *, quote: bool) -> dict[bytes, int]:
+    """The ranks in a .tiktoken file's bytes. quote=False keeps the file's lines out of the errors
+    (a file reached by a symbolic link may be anyone's)."""
     try:
         text = data.decode("ascii")
     except UnicodeDecodeError as e:
@@ -616,7 +618,8 @@ def _parse_tiktoken(data: bytes, path: Path) -> dict[bytes, int]:
             token, rank = line.split()
             ranks[base64.b64decode(token, validate=True)] = int(rank)
         except (ValueError, binascii.Error):
-            raise TokenizerFileError(f"{path}:{number}: error parsing line {line[:60]!r} (expected 'base64 rank')") from None
+            shown = f" {line[:60]!r}" if quote else ""
+            raise TokenizerFileError(f"{path}:{number}: error parsing line{shown} (expected 'base64 rank')") from None
     return ranks
 
 
@@ -639,6 +642,12 @@ def _read_json(generation: folders.Generation, name: str) -> dict:
     return document
 
 
+def _plain_name(name) -> bool:
+    """Whether name is a file name alone, which can only be a file of the folder it is read in."""
+    return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
+            and os.sep not in name and (os.altsep is None or os.altsep not in name))
+
+
 def _load_bpecli(generation: folders.Generation, name: str, document: dict, pattern: str | None,
                  specials: dict | None) -> Tokenizer:
     path = generation.path / name
@@ -649,10 +658,13 @@ def _load_bpecli(generation: folders.Generation, name: str, document: dict, patt
             "retrain it, or use a bpecli of that version"
         )
     ranks_file = document.get("ranks_file", "tokenizer.tiktoken")
+    if not _plain_name(ranks_file):
+        raise TokenizerFileError(f"{path}: ranks_file {str(ranks_file)[:60]!r} is not the name of a file in this folder "
+                                 "(such as \"tokenizer.tiktoken\")")
     data = generation.read(ranks_file)
     _check_written(path, document.get("files"), ranks_file, data)
     ranks_path = generation.path / ranks_file
-    ranks = _parse_tiktoken(data, ranks_path)
+    ranks = _parse_tiktoken(data, ranks_path, quote=not generation.linked(ranks_file))
     found = document.get("special_tokens", {})
     size = document.get("vocab_size", len(ranks) + len(found))
     if size != len(ranks) + len(found):
@@ -699,6 +711,7 @@ def _load_gpt2(generation: folders.Generation, name: str, vocab: dict, pattern: 
         raise TokenizerFileError(f"{path}: expected merges.txt beside this vocab.json")
     merges_path = generation.path / merges_name
     text = _text(generation.read(merges_name), merges_path)
+    quote = not generation.linked(merges_name)
     lines = text.splitlines()
     header = 1 if lines and lines[0].startswith("#version") else 0
     if "" in lines or "#version" in text[len(lines[0]) if header else 0 :]:
@@ -707,9 +720,10 @@ def _load_gpt2(generation: folders.Generation, name: str, vocab: dict, pattern: 
         merges = lines[header:]
     if list(map(str.count, merges, repeat(" "))).count(1) != len(merges):  # each line: exactly one space
         number, line = next((n, line) for n, line in enumerate(lines, 1) if line and not line.startswith("#version") and line.count(" ") != 1)
-        raise TokenizerFileError(f"{merges_path}:{number}: error parsing line {line[:60]!r} (expected 'left right')")
+        shown = f" {line[:60]!r}" if quote else ""
+        raise TokenizerFileError(f"{merges_path}:{number}: error parsing line{shown} (expected 'left right')")
     made = list(map(str.replace, merges, repeat(" "), repeat(""), repeat(1)))
-    _check_merge_order(merges_path, merges, made, vocab)
+    _check_merge_order(merges_path, merges, made, vocab, quote=quote)
     ranks, found_specials = _split_vocab(path, vocab, set(made))
     pattern = _pattern(pattern, "gpt2", "the default for vocab.json")
     return _checked(path, ranks, specials if specials is not None else found_specials, pattern, [path, merges_path])
@@ -808,7 +822,7 @@ def _pattern(given: str | None, found: str, source: str) -> str:
     return resolve_pattern(found, source=source)
 
 
-def _check_merge_order(path: Path, merges: list, made: list[str], vocab: dict) -> None:
+def _check_merge_order(path: Path, merges: list, made: list[str], vocab: dict, *, quote: bool = True) -> None:
     """bpecli merges the pair whose token has the lowest id first, as tiktoken does; Hugging Face
     merges in the order the merges are listed. The two agree only if the tokens the merges make
     have ids that never fall along the list (several merges may make one token, one after
@@ -826,10 +840,11 @@ def _check_merge_order(path: Path, merges: list, made: list[str], vocab: dict) -
         if not isinstance(rank := vocab.get(token), int):
             continue
         if rank < last:
+            this, that = (f" ({str(merge)[:60]!r})", f" ({str(before[1])[:60]!r})") if quote else ("", "")
             raise TokenizerFileError(
-                f"{path}: merge {number} ({str(merge)[:60]!r}) makes id {rank}, but merge {before[0]} before it "
-                f"({str(before[1])[:60]!r}) makes id {last}; bpecli merges in the order of ids, as tiktoken does, so "
-                "its ids would differ from Hugging Face's. Number the merged tokens in the order of the merges")
+                f"{path}: merge {number}{this} makes id {rank}, but merge {before[0]} before it{that} makes id {last}; "
+                "bpecli merges in the order of ids, as tiktoken does, so its ids would differ from Hugging Face's. "
+                "Number the merged tokens in the order of the merges")
         last, before = rank, (number, merge)
 
 

@@ -225,6 +225,14 @@ class Generation:
         self.read_files[name] = identity(found)
         return data
 
+    def linked(self, name: str) -> bool:
+        """Whether name is a symbolic link: its content may be another file's than the folder's,
+        which an error then does not quote."""
+        try:
+            return stat.S_ISLNK(os.stat(name, dir_fd=self.fd, follow_symlinks=False).st_mode)
+        except OSError:
+            return True
+
 
 def identity(found: os.stat_result) -> tuple[int, int, int, int]:
     """What tells one file from its replacement: bpecli never rewrites a file in place, it puts a

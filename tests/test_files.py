@@ -2,6 +2,7 @@
 
 import base64
 import json
+import re
 
 import pytest
 
@@ -324,3 +325,63 @@ def test_a_second_save_into_a_folder_being_replaced_is_refused(trained, tmp_path
     with pytest.raises(BpecliError, match="holds a tokenizer already"):
         tok.save(tmp_path / "out")
 
+
+
+# ---- hostile and odd tokenizer files: one clear line each, never a traceback ------------------
+
+def _cli_error(path) -> str:
+    """The one line `bpecli encode -t path` fails with."""
+    from typer.testing import CliRunner
+
+    from bpecli.cli import app
+
+    result = CliRunner().invoke(app, ["encode", "-t", str(path)], input="hi")
+    assert result.exit_code == 1 and not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), result
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bpecli: error: "), result.output
+    return lines[0]
+
+
+def _byte_ranks(extra: str = "") -> str:
+    return "".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)) + extra
+
+
+def _folder_with(trained, tmp_path, **changes):
+    """A copy of the trained folder with bpecli.json changed."""
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    for name in TOKENIZER_FILES:
+        (folder / name).write_bytes((trained[1] / name).read_bytes())
+    meta = json.loads((folder / "bpecli.json").read_text())
+    meta.update(changes)
+    (folder / "bpecli.json").write_text(json.dumps(meta))
+    return folder
+
+
+@pytest.mark.parametrize("ranks_file", ["/etc/passwd", "../secret.tiktoken", "sub/x.tiktoken", "..", "", 7, None])
+def test_ranks_file_names_a_file_of_the_folder_only(trained, tmp_path, ranks_file):
+    (tmp_path / "secret.tiktoken").write_text(_byte_ranks())
+    folder = _folder_with(trained, tmp_path, ranks_file=ranks_file)
+    assert "is not the name of a file in this folder" in _cli_error(folder)
+
+
+def test_an_error_never_shows_the_content_of_a_file_a_ranks_file_links_to(trained, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("aws_secret_access_key AKIAEXAMPLESECRET\n")
+    folder = _folder_with(trained, tmp_path)
+    (folder / "tokenizer.tiktoken").unlink()
+    (folder / "tokenizer.tiktoken").symlink_to(secret)
+    meta = json.loads((folder / "bpecli.json").read_text())
+    del meta["files"]  # as an older bpecli wrote it: no record to compare with
+    (folder / "bpecli.json").write_text(json.dumps(meta))
+    line = _cli_error(folder)
+    assert "tokenizer.tiktoken:1: error parsing line (expected 'base64 rank')" in line and "AKIA" not in line
+
+
+def test_a_ranks_file_is_bounded_in_size(trained, tmp_path):
+    from bpecli.folders import MAX_FILE_BYTES
+
+    folder = _folder_with(trained, tmp_path, ranks_file="big.tiktoken")
+    with open(folder / "big.tiktoken", "wb") as f:
+        f.truncate(MAX_FILE_BYTES + 1)  # sparse: nothing is written
+    assert "big.tiktoken: 268,435,457 bytes, more than the 256 MiB" in _cli_error(folder)
