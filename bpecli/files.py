@@ -10,6 +10,7 @@ import json
 import os
 import re
 import stat
+import sys
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from . import folders
 from .errors import BpecliError, OutputError, TokenizerFileError
 from .normalize import check as check_normalize, from_hugging_face, to_hugging_face
 from .pretokenize import PATTERNS, resolve_pattern
-from .tokenizer import MAX_ID, Tokenizer
+from .tokenizer import MAX_ID, Tokenizer, check_special_tokens
 
 FORMAT_VERSION = 1
 
@@ -559,8 +560,9 @@ def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[s
                 )
         try:
             tokenizer = _load_file(generation, name, pattern, special_tokens)
-        except (KeyError, TypeError, AttributeError, ValueError) as e:
-            raise TokenizerFileError(f"{path}: corrupt or of no known tokenizer format ({type(e).__name__}: {e})") from None
+        except (KeyError, TypeError, AttributeError, ValueError) as e:  # a shape no check below foresaw
+            raise TokenizerFileError(f"{path}: corrupt or of no known tokenizer format ({type(e).__name__}: "
+                                     f"{str(e)[:200]})") from None
         # what was read, so that the fingerprint hashes these files and no later ones (see Tokenizer.fingerprint)
         read = tuple(generation.read_files[Path(name).name] for name in tokenizer.files)
         object.__setattr__(tokenizer, "_read_files", read)
@@ -587,7 +589,7 @@ def _load_file(generation: folders.Generation, name: str, pattern: str | None,
 
 # A .tiktoken file as tiktoken writes it: every line "base64 rank"; such a file is read in a few
 # calls over all of it, any other line by line (which says where a bad line is).
-_TIKTOKEN_LINES = re.compile(r"(?:[A-Za-z0-9+/]+={0,2} [0-9]+\n)*")
+_TIKTOKEN_LINES = re.compile(r"(?:[A-Za-z0-9+/]+={0,2} [0-9]{1,10}\n)*")
 
 
 def read_tiktoken(path: Path) -> dict[bytes, int]:
@@ -603,31 +605,45 @@ def _parse_tiktoken(data: bytes, path: Path, *, quote: bool) -> dict[bytes, int]
     try:
         text = data.decode("ascii")
     except UnicodeDecodeError as e:
-        raise TokenizerFileError(f"{path}: not a readable .tiktoken file ({e})") from None
+        raise TokenizerFileError(f"{path}: byte 0x{data[e.start]:02x} at offset {e.start:,} is not ASCII; a .tiktoken "
+                                 "file holds lines of 'base64 rank'") from None
     if _TIKTOKEN_LINES.fullmatch(text):
         fields = text.split()
         try:
-            return dict(zip(map(binascii.a2b_base64, fields[::2]), map(int, fields[1::2])))
+            ranks = dict(zip(map(binascii.a2b_base64, fields[::2]), map(int, fields[1::2])))
+            if 2 * len(ranks) == len(fields):  # else a token listed twice: the lines below say where
+                return ranks
         except binascii.Error:  # padding that does not fit: the lines below say where
             pass
     ranks = {}
+    lines: dict[bytes, int] = {}  # token -> the line it was on
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        where = f"{path}:{number}"
+        shown = f" {line[:60]!r}" if quote else ""
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].removeprefix("-").isdigit():  # ASCII digits: the text is ASCII
+            raise TokenizerFileError(f"{where}: error parsing line{shown} (expected 'base64 rank')")
+        if len(parts[1]) > len(str(MAX_ID)):  # (the range check after this names ids of a few digits)
+            raise TokenizerFileError(f"{where}: a rank of {len(parts[1]):,} characters is out of range: bpecli's ids "
+                                     f"are 0 to {MAX_ID:,}")
         try:
-            token, rank = line.split()
-            ranks[base64.b64decode(token, validate=True)] = int(rank)
-        except (ValueError, binascii.Error):
-            shown = f" {line[:60]!r}" if quote else ""
-            raise TokenizerFileError(f"{path}:{number}: error parsing line{shown} (expected 'base64 rank')") from None
+            token = base64.b64decode(parts[0], validate=True)
+        except binascii.Error:
+            raise TokenizerFileError(f"{where}: error parsing line{shown} (expected 'base64 rank')") from None
+        if token in ranks:
+            raise TokenizerFileError(f"{where}: the token of line {lines[token]} is listed again; a token has one rank")
+        ranks[token], lines[token] = int(parts[1]), number
     return ranks
 
 
 def _text(data: bytes, path: Path) -> str:
+    """data as UTF-8 text (a byte-order mark left out)."""
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
-        raise TokenizerFileError(f"{path}: cannot read ({e})") from None
+        raise TokenizerFileError(f"{path}: cannot read (not UTF-8: byte 0x{data[e.start]:02x} at offset {e.start:,})") from None
 
 
 def _read_json(generation: folders.Generation, name: str) -> dict:
@@ -637,9 +653,28 @@ def _read_json(generation: folders.Generation, name: str) -> dict:
         document = json.loads(text)
     except json.JSONDecodeError as e:
         raise TokenizerFileError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    except RecursionError:
+        raise TokenizerFileError(f"{path}: nested too deeply to be a tokenizer file (arrays or objects "
+                                 f"more than {sys.getrecursionlimit():,} levels deep)") from None
+    except ValueError:  # an integer of more digits than Python converts (4,300)
+        digits = max(re.finditer(r"[0-9]+", text), key=lambda found: found.end() - found.start(), default=None)
+        if digits is None:
+            raise TokenizerFileError(f"{path}: not valid JSON") from None
+        line = text.count("\n", 0, digits.start()) + 1
+        raise TokenizerFileError(f"{path}:{line}: a number of {digits.end() - digits.start():,} digits; "
+                                 "no tokenizer file holds one") from None
     if not isinstance(document, dict):
-        raise TokenizerFileError(f"{path}: not a tokenizer file (expected a JSON object)")
+        raise TokenizerFileError(f"{path}: not a tokenizer file (expected a JSON object, found {_kind(document)})")
     return document
+
+
+def _kind(value) -> str:
+    """The JSON type of a value, for messages: "a list", "a number"..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    return {dict: "an object", list: "a list", str: "text", int: "a number", float: "a number"}.get(type(value), "a value")
 
 
 def _plain_name(name) -> bool:
@@ -652,9 +687,9 @@ def _load_bpecli(generation: folders.Generation, name: str, document: dict, patt
                  specials: dict | None) -> Tokenizer:
     path = generation.path / name
     version = document.get("format_version")
-    if version != FORMAT_VERSION:
+    if type(version) is not int or version != FORMAT_VERSION:
         raise TokenizerFileError(
-            f"{path}: format_version {version} is not {FORMAT_VERSION}, the one this bpecli reads; "
+            f"{path}: format_version {json.dumps(version)[:20]} is not {FORMAT_VERSION}, the one this bpecli reads; "
             "retrain it, or use a bpecli of that version"
         )
     ranks_file = document.get("ranks_file", "tokenizer.tiktoken")
@@ -666,9 +701,12 @@ def _load_bpecli(generation: folders.Generation, name: str, document: dict, patt
     ranks_path = generation.path / ranks_file
     ranks = _parse_tiktoken(data, ranks_path, quote=not generation.linked(ranks_file))
     found = document.get("special_tokens", {})
+    if not isinstance(found, dict) or not all(type(rank) is int for rank in found.values()):
+        raise TokenizerFileError(f"{path}: 'special_tokens' should map each special token to its id, "
+                                 "e.g. {\"<|endoftext|>\": 50256}")
     size = document.get("vocab_size", len(ranks) + len(found))
-    if size != len(ranks) + len(found):
-        raise TokenizerFileError(f"{path}: says {str(size)[:20]} tokens, but {ranks_file} and its special tokens "
+    if size != len(ranks) + len(found) or type(size) is not int:
+        raise TokenizerFileError(f"{path}: says {json.dumps(size)[:20]} tokens, but {ranks_file} and its special tokens "
                                  f"have {len(ranks) + len(found):,}; the folder mixes files of two tokenizers: "
                                  "train it again, or copy the whole folder")
     return _checked(
@@ -723,7 +761,7 @@ def _load_gpt2(generation: folders.Generation, name: str, vocab: dict, pattern: 
         shown = f" {line[:60]!r}" if quote else ""
         raise TokenizerFileError(f"{merges_path}:{number}: error parsing line{shown} (expected 'left right')")
     made = list(map(str.replace, merges, repeat(" "), repeat(""), repeat(1)))
-    _check_merge_order(merges_path, merges, made, vocab, quote=quote)
+    _check_merges(merges_path, merges, made, " ".join(merges).split(" "), vocab, quote=quote)
     ranks, found_specials = _split_vocab(path, vocab, set(made))
     pattern = _pattern(pattern, "gpt2", "the default for vocab.json")
     return _checked(path, ranks, specials if specials is not None else found_specials, pattern, [path, merges_path])
@@ -733,9 +771,10 @@ def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials
     """A Hugging Face tokenizer.json of a byte-level BPE. Whatever would make Hugging Face give
     other ids than bpecli (a normalizer, a template that adds tokens, dropout...) is refused,
     naming it: loading it anyway would be silently wrong."""
-    model = document.get("model") or {}
-    if model.get("type", "BPE") != "BPE" or not isinstance(model.get("vocab"), dict):
-        raise TokenizerFileError(f"{path}: holds a {model.get('type')} model; bpecli reads byte-level BPE only")
+    model = document["model"]  # an object (see _load_file)
+    if model.get("type", "BPE") != "BPE":
+        raise TokenizerFileError(f"{path}: holds a {str(model.get('type'))[:40]} model; bpecli reads byte-level BPE only")
+    _check_shapes(path, document)
     try:  # the normalizer first: a step bpecli does not apply is refused by name
         steps = from_hugging_face(document.get("normalizer"), str(path))
     except BpecliError as e:
@@ -743,21 +782,55 @@ def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials
     _refuse_unsupported(path, document, model)
     added_tokens = document.get("added_tokens") or []
     added = {t["content"]: t["id"] for t in added_tokens}
+    if len(added) != len(added_tokens):
+        twice = next(t["content"] for t in added_tokens if [u["content"] for u in added_tokens].count(t["content"]) > 1)
+        raise TokenizerFileError(f"{path}: added token {twice[:60]!r} is listed twice in added_tokens")
     vocab = {token: rank for token, rank in model["vocab"].items() if token not in added}
     merges = model.get("merges") or []
     for number, merge in enumerate(merges):  # "left right", or [left, right] (tokenizers 0.20 on)
-        if not (merge.count(" ") == 1 if isinstance(merge, str) else
+        if not (isinstance(merge, str) and merge.count(" ") == 1 or
                 isinstance(merge, list) and len(merge) == 2 and all(isinstance(part, str) for part in merge)):
             raise TokenizerFileError(f"{path}: merge {number} ({str(merge)[:60]!r}) is not a pair of tokens "
                                      "(expected \"left right\" or [\"left\", \"right\"])")
     made = [m.replace(" ", "", 1) if isinstance(m, str) else "".join(m) for m in merges]
-    _check_merge_order(path, merges, made, vocab)
+    parts = [part for m in merges for part in (m.split(" ") if isinstance(m, str) else m)]
+    _check_merges(path, merges, made, parts, model["vocab"])
     # entries no merge makes and no added token names (GPT-2's <|endoftext|> in a plain
     # ByteLevelBPETokenizer) become special tokens, as they do from vocab.json
     ranks, extra = _split_vocab(path, vocab, set(made))
     found = _hugging_face_pattern(path, document.get("pre_tokenizer"))
     return _checked(path, ranks, specials if specials is not None else {**extra, **added}, _pattern(pattern, found, f"from {path}"),
                     [path], normalize=steps)
+
+
+# The steps of a tokenizer.json, and the field of each that lists the steps of a Sequence.
+_STEPS = {"normalizer": "normalizers", "pre_tokenizer": "pretokenizers", "post_processor": "processors",
+          "decoder": "decoders"}
+
+
+def _check_shapes(path: Path, document: dict) -> None:
+    """Each part of a tokenizer.json that bpecli reads is of the JSON type Hugging Face writes:
+    a file that says something else in a field is named, not half read."""
+    model = document["model"]
+    if not isinstance(model.get("vocab"), dict):
+        raise TokenizerFileError(f"{path}: its model's vocab is {_kind(model.get('vocab'))}, not an object of token: id")
+    for field, value in (("added_tokens", document.get("added_tokens")), ("model's merges", model.get("merges"))):
+        if value is not None and not isinstance(value, list):
+            raise TokenizerFileError(f"{path}: its {field} is {_kind(value)}, not a list")
+    for field, inner in _STEPS.items():
+        step = document.get(field)
+        steps = [step]
+        if isinstance(step, dict) and step.get("type") == "Sequence":
+            listed = step.get(inner)
+            if not isinstance(listed, list):
+                raise TokenizerFileError(f"{path}: its {field} is a Sequence whose {inner} is {_kind(listed)}, not a list")
+            steps = listed
+        for part in steps:
+            if part is None and part is step:
+                continue
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                raise TokenizerFileError(f"{path}: its {field} holds {_kind(part)} where a step such as "
+                                         "{\"type\": \"ByteLevel\"} belongs")
 
 
 def _refuse_unsupported(path: Path, document: dict, model: dict) -> None:
@@ -781,7 +854,7 @@ def _refuse_unsupported(path: Path, document: dict, model: dict) -> None:
         if model.get(option) not in harmless:
             raise TokenizerFileError(f"{path}: its BPE model sets {option}={model[option]!r}, which bpecli does not apply")
     for token in document.get("added_tokens") or []:
-        if not isinstance(token, dict) or not isinstance(token.get("content"), str) or not isinstance(token.get("id"), int):
+        if not isinstance(token, dict) or not isinstance(token.get("content"), str) or type(token.get("id")) is not int:
             raise TokenizerFileError(f"{path}: an entry of added_tokens lacks its content or id")
         stripped = [option for option in ("lstrip", "rstrip", "single_word") if token.get(option)]
         if stripped:
@@ -803,12 +876,13 @@ def _hugging_face_pattern(path: Path, pre_tokenizer: dict | None) -> str:
         return PATTERNS["gpt2"]
     if kinds == ["Split", "ByteLevel"] and not steps[1].get("use_regex", True):
         split = steps[0]
-        if "Regex" not in (split.get("pattern") or {}) or split.get("behavior") != "Isolated" or split.get("invert"):
+        found = split.get("pattern")
+        regex = found.get("Regex") if isinstance(found, dict) else None
+        if not isinstance(regex, str) or split.get("behavior") != "Isolated" or split.get("invert"):
             raise TokenizerFileError(f"{path}: its Split pre-tokenizer is not a regex whose matches are the pieces "
                                      "(behavior Isolated, invert false), the one bpecli reproduces")
-        found = split["pattern"]["Regex"]
         # a preset as written for Oniguruma is the preset (and keeps its vectorised splitter)
-        return next((preset for preset in PATTERNS.values() if hugging_face_regex(preset) == found), found)
+        return next((preset for preset in PATTERNS.values() if hugging_face_regex(preset) == regex), regex)
     raise TokenizerFileError(f"{path}: its pre-tokenizer ({' + '.join(map(str, kinds)) or 'none'}) is not a byte-level "
                              "one bpecli reproduces (ByteLevel, or Split on a regex then ByteLevel); name one with --pattern")
 
@@ -822,23 +896,29 @@ def _pattern(given: str | None, found: str, source: str) -> str:
     return resolve_pattern(found, source=source)
 
 
-def _check_merge_order(path: Path, merges: list, made: list[str], vocab: dict, *, quote: bool = True) -> None:
-    """bpecli merges the pair whose token has the lowest id first, as tiktoken does; Hugging Face
+def _check_merges(path: Path, merges: list, made: list[str], parts: list[str], vocab: dict, *, quote: bool = True) -> None:
+    """Each merge joins two tokens of the vocabulary into a third (Hugging Face refuses any other:
+    a vocabulary and merges of two tokenizers are refused here too), and the merges follow the
+    order of the ids they make.
+
+    bpecli merges the pair whose token has the lowest id first, as tiktoken does; Hugging Face
     merges in the order the merges are listed. The two agree only if the tokens the merges make
     have ids that never fall along the list (several merges may make one token, one after
     another, as transformers' tiktoken converter writes them): if not, the file is refused."""
+    _check_ids(path, vocab)
     ids: list = list(map(vocab.get, made))
-    if None in ids:  # made tokens the vocabulary lacks (see _split_vocab): rare
-        ids = [rank for rank in ids if rank is not None]
-    try:
-        if all(map(le, ids, islice(ids, 1, None))):
-            return
-    except TypeError:  # an id that is no number: _split_vocab names it
-        pass
+    if None in ids or not all(map(vocab.__contains__, parts)):
+        for number, (merge, token) in enumerate(zip(merges, made), 1):
+            pair = merge.split(" ") if isinstance(merge, str) else merge
+            lacking = next((part for part in (*pair, token) if part not in vocab), None)
+            if lacking is not None:
+                shown = f" ({str(merge)[:60]!r}) names {lacking[:60]!r}," if quote else " names a token"
+                raise TokenizerFileError(f"{path}: merge {number}{shown} which the vocabulary lacks; the merges and the "
+                                         "vocabulary are not of one tokenizer")
+    if all(map(le, ids, islice(ids, 1, None))):
+        return
     last, before = -1, (0, "")
-    for number, (merge, token) in enumerate(zip(merges, made), 1):
-        if not isinstance(rank := vocab.get(token), int):
-            continue
+    for number, (merge, rank) in enumerate(zip(merges, ids), 1):
         if rank < last:
             this, that = (f" ({str(merge)[:60]!r})", f" ({str(before[1])[:60]!r})") if quote else ("", "")
             raise TokenizerFileError(
@@ -848,13 +928,17 @@ def _check_merge_order(path: Path, merges: list, made: list[str], vocab: dict, *
         last, before = rank, (number, merge)
 
 
+def _check_ids(path: Path, vocab: dict) -> None:
+    """Every id is a whole number (not true or false, which Python counts as 1 and 0)."""
+    if set(map(type, vocab.values())) - {int}:
+        text, rank = next((text, rank) for text, rank in vocab.items() if type(rank) is not int)
+        raise TokenizerFileError(f"{path}: the id of {text[:60]!r} is {json.dumps(rank)[:20]}, not a whole number")
+
+
 def _split_vocab(path: Path, vocab: dict, made: set[str]) -> tuple[dict[bytes, int], dict[str, int]]:
     """Ordinary tokens (single bytes and what merges make) as bytes, and the rest as specials.
     Sets and maps sort them, not a loop over the vocabulary: a one-liner loads it every time."""
     texts, ids = list(vocab), list(vocab.values())
-    if not all(map(isinstance, ids, repeat(int))):
-        text = next(text for text, rank in vocab.items() if not isinstance(rank, int))
-        raise TokenizerFileError(f"{path}: the id of {text!r} is not an integer")
     tokens = strs_to_tokens(texts)
     specials = {text for text in vocab.keys() - made if len(text) != 1}  # a character is a byte
     if None in tokens:  # a character outside the alphabet: no byte-level token
@@ -881,9 +965,18 @@ def _checked(path: Path, ranks: dict[bytes, int], specials: dict[str, int], patt
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise TokenizerFileError(f"{path}: not a byte-level BPE: {len(missing)} of the 256 byte tokens are missing")
+    try:
+        check_special_tokens(specials)
+    except BpecliError as e:
+        raise TokenizerFileError(f"{path}: {e}") from None
     ids = set(ranks.values()) | set(specials.values())
     if len(ids) != len(ranks) + len(specials):
-        raise TokenizerFileError(f"{path}: two tokens share one id")
+        holders: dict[int, object] = {}
+        for token, rank in [*ranks.items(), *specials.items()]:
+            if rank in holders:
+                raise TokenizerFileError(f"{path}: tokens {repr(holders[rank])[:40]} and {repr(token)[:40]} share id {rank}; "
+                                         "each token has an id of its own")
+            holders[rank] = token
     for extreme in (min(ids), max(ids)):
         if not 0 <= extreme <= MAX_ID:
             raise TokenizerFileError(f"{path}: id {extreme} is out of range: bpecli's ids are 0 to {MAX_ID:,}")

@@ -175,8 +175,8 @@ class Generation:
     def __init__(self, path: Path):
         self.path = path
         self.read_files: dict[str, tuple[int, int, int, int]] = {}  # name -> what read() found (see identity)
-        try:
-            self.fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:  # O_PATH: a folder we may enter but not list (mode 711) is read as before
+            self.fd = os.open(path, getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY)
         except OSError as e:
             raise TokenizerFileError(f"{path}: cannot open this folder ({why(e)})") from None
 
@@ -203,6 +203,8 @@ class Generation:
         except FileNotFoundError:
             if os.fstat(self.fd).st_nlink == 0:  # the folder was swapped out and removed meanwhile
                 raise TokenizerFileError(f"{self.path} was replaced while bpecli read it; run again") from None
+            if self.has(name):
+                raise TokenizerFileError(f"{shown}: a symbolic link to nothing") from None
             raise TokenizerFileError(f"{shown}: no such file") from None
         except OSError as e:
             raise TokenizerFileError(f"{shown}: cannot read ({why(e)})") from None
