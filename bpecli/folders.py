@@ -40,13 +40,13 @@ def lock(folder: Path) -> int:
     to close. The lock follows the folder when it is renamed, and goes with the process that held
     it however it ends, so a kill -9 never leaves a folder locked."""
     try:
+        import fcntl
+    except ImportError:  # no flock (Windows): run unguarded, with a descriptor to close all the same
+        return os.open(os.devnull, os.O_RDONLY)
+    try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as e:
         raise OutputError(f"cannot open {folder} ({e.strerror or e})") from None
-    try:
-        import fcntl
-    except ImportError:  # no flock (Windows): run unguarded
-        return fd
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:
@@ -64,7 +64,7 @@ def exchange(a: Path, b: Path) -> bool:
 
     try:
         renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (AttributeError, OSError):  # not Linux, or a C library before glibc 2.28
+    except (AttributeError, OSError, TypeError):  # not Linux, or a C library before glibc 2.28
         return False
     at_fdcwd, rename_exchange = -100, 2
     renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
@@ -175,21 +175,28 @@ class Generation:
     def __init__(self, path: Path):
         self.path = path
         self.read_files: dict[str, tuple[int, int, int, int]] = {}  # name -> what read() found (see identity)
-        try:  # O_PATH: a folder we may enter but not list (mode 711) is read as before
-            self.fd = os.open(path, getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY)
-        except OSError as e:
-            raise TokenizerFileError(f"{path}: cannot open this folder ({why(e)})") from None
+        self.fd: int | None = None  # None where the system opens no file by a folder's descriptor (Windows)
+        if os.open in os.supports_dir_fd and hasattr(os, "O_DIRECTORY"):
+            try:  # O_PATH: a folder we may enter but not list (mode 711) is read as before
+                self.fd = os.open(path, getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY)
+            except OSError as e:
+                raise TokenizerFileError(f"{path}: cannot open this folder ({why(e)})") from None
 
     def __enter__(self) -> Generation:
         return self
 
     def __exit__(self, *exc) -> None:
-        os.close(self.fd)
+        if self.fd is not None:
+            os.close(self.fd)
+
+    def _at(self, name: str) -> str:
+        """name as the calls below take it, with dir_fd=self.fd."""
+        return name if self.fd is not None else os.path.join(self.path, name)
 
     def has(self, name: str) -> bool:
         """Whether the folder has an entry of this name (of any kind, a dangling link too)."""
         try:
-            os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+            os.stat(self._at(name), dir_fd=self.fd, follow_symlinks=False)
             return True
         except OSError:
             return False
@@ -199,9 +206,9 @@ class Generation:
         refused without waiting on it."""
         shown = self.path / name
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK, dir_fd=self.fd)
+            fd = os.open(self._at(name), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0), dir_fd=self.fd)
         except FileNotFoundError:
-            if os.fstat(self.fd).st_nlink == 0:  # the folder was swapped out and removed meanwhile
+            if self.fd is not None and os.fstat(self.fd).st_nlink == 0:  # swapped out and removed meanwhile
                 raise TokenizerFileError(f"{self.path} was replaced while bpecli read it; run again") from None
             if self.has(name):
                 raise TokenizerFileError(f"{shown}: a symbolic link to nothing") from None
@@ -231,7 +238,7 @@ class Generation:
         """Whether name is a symbolic link: its content may be another file's than the folder's,
         which an error then does not quote."""
         try:
-            return stat.S_ISLNK(os.stat(name, dir_fd=self.fd, follow_symlinks=False).st_mode)
+            return stat.S_ISLNK(os.stat(self._at(name), dir_fd=self.fd, follow_symlinks=False).st_mode)
         except OSError:
             return True
 

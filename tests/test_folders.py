@@ -382,3 +382,22 @@ def test_the_fingerprint_is_of_the_files_loaded_not_of_their_replacement(small, 
     with pytest.raises(BpecliError, match="bpecli.json was replaced after bpecli read it"):
         loaded.fingerprint
     assert Tokenizer.load(tmp_path / "tok").fingerprint
+
+
+def test_where_files_cannot_be_opened_by_a_folders_descriptor_they_load_by_path(small, tmp_path, monkeypatch):
+    first, _ = small
+    first.save(tmp_path / "tok")
+    monkeypatch.setattr(os, "supports_dir_fd", set())
+    for target in TARGETS:
+        assert Tokenizer.load(tmp_path / "tok" / target).ranks == first.ranks
+    with pytest.raises(BpecliError, match="no such tokenizer file"):
+        Tokenizer.load(tmp_path / "nothing")
+
+
+def test_a_new_folder_removes_what_a_run_killed_before_its_rename_left(small, tmp_path):
+    first, _ = small
+    left = tmp_path / ".tok.abcd1234.bpecli-tmp"
+    left.mkdir()
+    (left / "vocab.json").write_text("{}")
+    first.save(tmp_path / "tok")
+    assert listing(tmp_path) == ["tok"]
