@@ -208,7 +208,7 @@ class Generation:
         try:
             fd = os.open(self._at(name), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0), dir_fd=self.fd)
         except FileNotFoundError:
-            if self.fd is not None and os.fstat(self.fd).st_nlink == 0:  # swapped out and removed meanwhile
+            if self._replaced():
                 raise TokenizerFileError(f"{self.path} was replaced while bpecli read it; run again") from None
             if self.has(name):
                 raise TokenizerFileError(f"{shown}: a symbolic link to nothing") from None
@@ -233,6 +233,18 @@ class Generation:
                                      "file bpecli reads")
         self.read_files[name] = identity(found)
         return data
+
+    def _replaced(self) -> bool:
+        """Whether another folder has taken this one's place since it was opened (a swap moves the
+        old one aside, then removes its files and itself)."""
+        if self.fd is None:
+            return False
+        opened = os.fstat(self.fd)
+        try:
+            now = os.stat(self.path)
+        except OSError:
+            return True
+        return opened.st_nlink == 0 or (opened.st_dev, opened.st_ino) != (now.st_dev, now.st_ino)
 
     def linked(self, name: str) -> bool:
         """Whether name is a symbolic link: its content may be another file's than the folder's,

@@ -372,6 +372,13 @@ def test_a_folder_replaced_while_it_is_read_is_an_error_not_a_mix(small, tmp_pat
         second.save(tmp_path / "tok", force=True)  # the generation open here is removed
         with pytest.raises(BpecliError, match="tok was replaced while bpecli read it; run again"):
             generation.read("tokenizer.tiktoken")
+    first.save(tmp_path / "tok", force=True)
+    with Generation(tmp_path / "tok") as generation:
+        os.rename(tmp_path / "tok", tmp_path / "aside")  # swapped out, its files going one by one
+        os.mkdir(tmp_path / "tok")
+        os.unlink(tmp_path / "aside" / "tokenizer.tiktoken")
+        with pytest.raises(BpecliError, match="tok was replaced while bpecli read it; run again"):
+            generation.read("tokenizer.tiktoken")
 
 
 def test_the_fingerprint_is_of_the_files_loaded_not_of_their_replacement(small, tmp_path):
