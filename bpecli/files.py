@@ -5,10 +5,13 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import errno
 import json
 import os
 import re
-import shutil
+import stat
+import sys
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -17,10 +20,11 @@ from operator import add, gt, itemgetter, le, lt
 from pathlib import Path
 from typing import cast
 
+from . import folders
 from .errors import BpecliError, OutputError, TokenizerFileError
 from .normalize import check as check_normalize, from_hugging_face, to_hugging_face
 from .pretokenize import PATTERNS, resolve_pattern
-from .tokenizer import MAX_ID, Tokenizer
+from .tokenizer import MAX_ID, Tokenizer, check_special_tokens
 
 FORMAT_VERSION = 1
 
@@ -126,21 +130,30 @@ TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_conf
                    "tokenizer.tiktoken", "bpecli.json")
 
 
+def _own(name: str) -> bool:
+    """Whether a name in a tokenizer folder is one bpecli writes (LOCK: older bpecli locked
+    tokenizer folders by a file)."""
+    return name in TOKENIZER_FILES or name == LOCK
+
+
 def save(tokenizer: Tokenizer, out_dir: str | Path, *, force: bool = False) -> Path:
-    """Write every format into out_dir. A new folder is built beside it and renamed into place;
-    an existing one may hold only bpecli's own files (replaced with force), and gets them
-    replaced one by one, bpecli.json last. Nothing else in it is ever touched."""
+    """Write every format into out_dir. The new files are built in a folder beside it, which is
+    renamed into place, or exchanged with an existing out_dir in one step (see folders.py): a
+    reader sees the old tokenizer or the new one, never a mix. An existing out_dir may hold only
+    bpecli's own files (replaced with force); nothing else in it is ever touched."""
     out_dir = Path(out_dir)
     check_writable(out_dir, force=force)
     if out_dir.is_dir():
-        return _replace_files(tokenizer, out_dir)
+        return _replace_folder(tokenizer, out_dir)
     parent = out_dir.absolute().parent
+    prefix = f".{out_dir.name}."
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        building = _private_folder(parent, f".{out_dir.name}.")
+        building, held = folders.make_building(parent, prefix)
     except OSError as e:
         raise OutputError(f"cannot write into {parent} ({e.strerror or e}); choose an --out you can write to") from None
     try:
+        folders.remove_leftovers(parent, prefix, _own)  # of runs killed before their rename
         _write_all(tokenizer, building)
         umask = os.umask(0o22)
         os.umask(umask)
@@ -149,32 +162,41 @@ def save(tokenizer: Tokenizer, out_dir: str | Path, *, force: bool = False) -> P
     except OSError as e:
         raise OutputError(f"cannot write {out_dir} ({e.strerror or e})") from None
     finally:
-        shutil.rmtree(building, ignore_errors=True)
+        os.close(held)
+        folders.remove(building, _own)  # gone already once renamed
     return out_dir
 
 
-def _private_folder(parent: Path, prefix: str) -> Path:
-    import tempfile  # imported when used: ~4 ms a one-line encode never needs
-
-    return Path(tempfile.mkdtemp(prefix=prefix, suffix=".bpecli-tmp", dir=parent))
-
-
 def _write_all(tokenizer: Tokenizer, folder: Path) -> None:
+    """Every format into folder, bpecli.json last with the size and CRC-32 of each other file: a
+    folder whose files come from two tokenizers is refused on load, not read as one."""
     listing = _Listing.of(tokenizer)
     write_vocab_and_merges(tokenizer, folder, listing)
     write_tokenizer_json(tokenizer, folder / "tokenizer.json", listing)
     write_transformers_config(tokenizer, folder)
     write_tiktoken(tokenizer, folder / "tokenizer.tiktoken")
-    write_bpecli_json(tokenizer, folder / "bpecli.json")
+    written = {}
+    for name in TOKENIZER_FILES[:-1]:
+        data = (folder / name).read_bytes()
+        written[name] = {"bytes": len(data), "crc32": f"{zlib.crc32(data):08x}"}
+    write_bpecli_json(tokenizer, folder / "bpecli.json", files=written)
 
 
 def check_writable(out_dir: str | Path, *, force: bool = False) -> None:
     """The errors save would give for out_dir, before any work is done."""
     out_dir = Path(out_dir)
+    if out_dir.is_symlink() and not out_dir.exists():
+        try:
+            os.stat(out_dir)
+        except OSError as e:
+            raise OutputError(f"{out_dir} is a symbolic link that leads nowhere ({folders.why(e)}); "
+                              "choose another --out, or fix the link") from None
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputError(f"{out_dir} is a file; --out names a folder for the tokenizer files")
     if out_dir.is_dir():
         _check_own_files(out_dir, force)
+        if force and not folders.can_swap(Path(os.path.realpath(out_dir))) and not os.access(out_dir, os.W_OK | os.X_OK):
+            raise OutputError(f"cannot write into {out_dir}; choose an --out you can write to")
     else:
         parent = out_dir.absolute().parent
         while not parent.exists():
@@ -188,8 +210,7 @@ def _check_own_files(out_dir: Path, force: bool) -> None:
         present = [p.name for p in out_dir.iterdir()]
     except OSError as e:
         raise OutputError(f"cannot read {out_dir} ({e.strerror or e})") from None
-    foreign = sorted(name for name in present
-                     if name not in TOKENIZER_FILES and name != LOCK and not name.endswith(".bpecli-tmp"))
+    foreign = sorted(name for name in present if not _own(name) and not name.endswith(folders.TEMPORARY))
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise OutputError(f"{out_dir} holds files bpecli did not write ({shown}); choose a new or empty folder for --out")
@@ -197,24 +218,77 @@ def _check_own_files(out_dir: Path, force: bool) -> None:
         raise OutputError(f"{out_dir} holds a tokenizer already; use --force to replace its files")
 
 
-def _replace_files(tokenizer: Tokenizer, out_dir: Path) -> Path:
-    """Write into an existing folder that holds nothing but bpecli's files, or nothing (see
-    check_writable)."""
-    with locked(out_dir):  # a second run replacing the same files would leave them mixed
+def _replace_folder(tokenizer: Tokenizer, out_dir: Path) -> Path:
+    """Replace an existing folder that holds nothing but bpecli's files, or nothing (see
+    check_writable): a new generation is built beside it and exchanged with it, and the old one
+    removed. A link to the folder stays a link to it; the folder keeps its mode."""
+    target = Path(os.path.realpath(out_dir))
+    held = folders.lock(target)  # a second run replacing the same folder waits for none: it is refused
+    try:
+        _check_own_files(target, True)  # again: nothing changes it now but a user
+        # the working folder stays where the shell that ran bpecli is (a swap would leave it in the old one)
+        if not folders.can_swap(target) or _is_working_folder(target):
+            _replace_inside(tokenizer, target)
+            return out_dir
+        prefix = f".{target.name}."
+        folders.remove_leftovers(target.parent, prefix, _own)  # of runs killed midway
         try:
-            building = _private_folder(out_dir, ".")
+            building, building_held = folders.make_building(target.parent, prefix)
         except OSError as e:
-            raise OutputError(f"cannot write into {out_dir} ({e.strerror or e}); choose an --out you can write to") from None
+            raise OutputError(f"cannot write into {target.parent} ({e.strerror or e})") from None
         try:
             _write_all(tokenizer, building)
-            (out_dir / "bpecli.json").unlink(missing_ok=True)  # never a folder that looks whole but is mixed
-            for name in TOKENIZER_FILES:
-                os.replace(building / name, out_dir / name)
+            folders.same_settings(building, target)
+            try:
+                folders.swap_in(building, target)  # building now holds the old generation
+            except OSError as e:
+                if e.errno not in (errno.EBUSY, errno.EXDEV):
+                    raise
+                _replace_inside(tokenizer, target)  # a mount point that can_swap could not tell (a bind mount)
+                return out_dir
+            arrived = sorted(name for name in os.listdir(building) if not _own(name)
+                             and not name.endswith(folders.TEMPORARY))
+            if arrived:  # a user's file, written into the folder as it was replaced: put the old one back
+                folders.swap_in(building, target)
+                raise OutputError(f"{out_dir} gained files bpecli did not write ({', '.join(arrived[:3])}) while "
+                                  "bpecli replaced it; it was left as it was")
         except OSError as e:
             raise OutputError(f"cannot write {out_dir} ({e.strerror or e})") from None
         finally:
-            shutil.rmtree(building, ignore_errors=True)
+            os.close(building_held)
+            folders.remove(building, _own)  # the old generation, or the new one on a failure
+    finally:
+        os.close(held)
     return out_dir
+
+
+def _is_working_folder(folder: Path) -> bool:
+    try:
+        return os.path.samefile(folder, ".")
+    except OSError:
+        return False
+
+
+def _replace_inside(tokenizer: Tokenizer, target: Path) -> None:
+    """Where the folder cannot be renamed (a mount point, a parent bpecli may not write), its files
+    are replaced one by one, bpecli.json first: it names the sizes and checksums of the files it
+    goes with, so bpecli refuses the folder until the last of them is in place. Other programs
+    reading the files meanwhile may see a mix."""
+    folders.remove_leftovers(target, ".", _own)
+    try:
+        building, held = folders.make_building(target, ".")
+    except OSError as e:
+        raise OutputError(f"cannot write into {target} ({e.strerror or e}); choose an --out you can write to") from None
+    try:
+        _write_all(tokenizer, building)
+        first = ("bpecli.json", "tokenizer.tiktoken")
+        for name in (*first, *(name for name in TOKENIZER_FILES if name not in first)):
+            os.replace(building / name, target / name)
+    except OSError as e:
+        raise OutputError(f"cannot write {target} ({e.strerror or e})") from None
+    finally:
+        os.close(held)
+        folders.remove(building, _own)
 
 
 @dataclass
@@ -437,7 +511,9 @@ def write_tiktoken(tokenizer: Tokenizer, path: Path) -> None:
     path.write_text("".join(lines), encoding="ascii")
 
 
-def write_bpecli_json(tokenizer: Tokenizer, path: Path) -> None:
+def write_bpecli_json(tokenizer: Tokenizer, path: Path, *, files: dict[str, dict] | None = None) -> None:
+    """bpecli.json: the pattern, special tokens and normalization the ranks file does not hold, and
+    (files) the size and CRC-32 of each file written with it."""
     document = {
         "format_version": FORMAT_VERSION,
         "pattern": tokenizer.pattern,
@@ -445,6 +521,7 @@ def write_bpecli_json(tokenizer: Tokenizer, path: Path) -> None:
         **({"normalize": list(tokenizer.normalize)} if tokenizer.normalize else {}),
         "vocab_size": tokenizer.vocab_size,
         "ranks_file": "tokenizer.tiktoken",
+        **({"files": files} if files else {}),
     }
     path.write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
@@ -458,109 +535,221 @@ def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[s
 
     path may be a folder written by `bpecli train`, a vocab.json with merges.txt beside it, a
     Hugging Face tokenizer.json, or a .tiktoken ranks file (pattern defaults to cl100k there).
-    pattern and special_tokens, when given, replace what the files say.
+    pattern and special_tokens, when given, replace what the files say. The files of one folder
+    are read through one descriptor of it: all of one generation, even while `train --force`
+    replaces the folder.
     """
     path = Path(path)
-    if path.is_dir():
-        for name in ("bpecli.json", "tokenizer.json", "vocab.json", "tokenizer.tiktoken"):
-            if (path / name).is_file():
-                return load(path / name, pattern=pattern, special_tokens=special_tokens)
-        raise TokenizerFileError(
-            f"{path}: no tokenizer here (expected bpecli.json, tokenizer.json, vocab.json or a .tiktoken file)"
-        )
-    if not path.is_file():
-        raise TokenizerFileError(f"{path}: no such tokenizer file or folder")
     try:
-        return _load_file(path, pattern, special_tokens)
-    except (KeyError, TypeError, AttributeError, ValueError) as e:
-        raise TokenizerFileError(f"{path}: corrupt or of no known tokenizer format ({type(e).__name__}: {e})") from None
+        found = os.stat(path)
+    except FileNotFoundError:
+        raise TokenizerFileError(f"{path}: no such tokenizer file or folder") from None
+    except OSError as e:
+        raise TokenizerFileError(f"{path}: cannot read ({folders.why(e)})") from None
+    if stat.S_ISDIR(found.st_mode):
+        folder, name = path, None
+    else:
+        folder, name = path.parent, path.name
+    with folders.Generation(folder) as generation:
+        if name is None:
+            name = next((name for name in ("bpecli.json", "tokenizer.json", "vocab.json", "tokenizer.tiktoken")
+                         if generation.has(name)), None)
+            if name is None:
+                raise TokenizerFileError(
+                    f"{path}: no tokenizer here (expected bpecli.json, tokenizer.json, vocab.json or a .tiktoken file)"
+                )
+        try:
+            tokenizer = _load_file(generation, name, pattern, special_tokens)
+        except (KeyError, TypeError, AttributeError, ValueError) as e:  # a shape no check below foresaw
+            raise TokenizerFileError(f"{path}: corrupt or of no known tokenizer format ({type(e).__name__}: "
+                                     f"{str(e)[:200]})") from None
+        # what was read, so that the fingerprint hashes these files and no later ones (see Tokenizer.fingerprint)
+        read = tuple(generation.read_files[Path(name).name] for name in tokenizer.files)
+        object.__setattr__(tokenizer, "_read_files", read)
+    return tokenizer
 
 
-def _load_file(path: Path, pattern: str | None, special_tokens: dict[str, int] | None) -> Tokenizer:
-    if path.name in TOKENIZER_FILES and path.name != "bpecli.json" and (path.parent / "bpecli.json").is_file():
+def _load_file(generation: folders.Generation, name: str, pattern: str | None,
+               special_tokens: dict[str, int] | None) -> Tokenizer:
+    if name in TOKENIZER_FILES and name != "bpecli.json" and generation.has("bpecli.json"):
         # one file of a folder `bpecli train` wrote: the folder says its pattern and special tokens
-        return _load_file(path.parent / "bpecli.json", pattern, special_tokens)
-    if path.suffix == ".tiktoken":
-        ranks = read_tiktoken(path)
+        return _load_file(generation, "bpecli.json", pattern, special_tokens)
+    shown = generation.path / name
+    if Path(name).suffix == ".tiktoken":
+        ranks = _parse_tiktoken(generation.read(name), shown, quote=not generation.linked(name))
         specials = special_tokens if special_tokens is not None else SPECIAL_PRESETS.get(len(ranks), {})
-        return _checked(path, ranks, specials, _pattern(pattern, "cl100k", "the default for .tiktoken files"), [path])
-    document = _read_json(path)
-    if path.name == "bpecli.json" or isinstance(document.get("format_version"), int) and "ranks_file" in document:
-        return _load_bpecli(path, document, pattern, special_tokens)
+        return _checked(shown, ranks, specials, _pattern(pattern, "cl100k", "the default for .tiktoken files"), [shown])
+    document = _read_json(generation, name)
+    if name == "bpecli.json" or isinstance(document.get("format_version"), int) and "ranks_file" in document:
+        return _load_bpecli(generation, name, document, pattern, special_tokens)
     if isinstance(document.get("model"), dict):
-        return _load_hugging_face(path, document, pattern, special_tokens)
-    return _load_gpt2(path, document, pattern, special_tokens)
+        return _load_hugging_face(shown, document, pattern, special_tokens)
+    return _load_gpt2(generation, name, document, pattern, special_tokens)
 
 
 # A .tiktoken file as tiktoken writes it: every line "base64 rank"; such a file is read in a few
 # calls over all of it, any other line by line (which says where a bad line is).
-_TIKTOKEN_LINES = re.compile(r"(?:[A-Za-z0-9+/]+={0,2} [0-9]+\n)*")
+_TIKTOKEN_LINES = re.compile(r"(?:[A-Za-z0-9+/]+={0,2} [0-9]{1,10}\n)*")
 
 
 def read_tiktoken(path: Path) -> dict[bytes, int]:
+    """The ranks of a .tiktoken file: base64 of a token's bytes, a space, its rank; one per line."""
+    path = Path(path)
+    with folders.Generation(path.parent) as generation:
+        return _parse_tiktoken(generation.read(path.name), path, quote=not generation.linked(path.name))
+
+
+def _parse_tiktoken(data: bytes, path: Path, *, quote: bool) -> dict[bytes, int]:
+    """The ranks in a .tiktoken file's bytes. quote=False keeps the file's lines out of the errors
+    (a file reached by a symbolic link may be anyone's)."""
     try:
-        text = path.read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError) as e:
-        raise TokenizerFileError(f"{path}: not a readable .tiktoken file ({e})") from None
+        text = data.decode("ascii")
+    except UnicodeDecodeError as e:
+        raise TokenizerFileError(f"{path}: byte 0x{data[e.start]:02x} at offset {e.start:,} is not ASCII; a .tiktoken "
+                                 "file holds lines of 'base64 rank'") from None
     if _TIKTOKEN_LINES.fullmatch(text):
         fields = text.split()
         try:
-            return dict(zip(map(binascii.a2b_base64, fields[::2]), map(int, fields[1::2])))
+            ranks = dict(zip(map(binascii.a2b_base64, fields[::2]), map(int, fields[1::2])))
+            if 2 * len(ranks) == len(fields):  # else a token listed twice: the lines below say where
+                return ranks
         except binascii.Error:  # padding that does not fit: the lines below say where
             pass
     ranks = {}
+    lines: dict[bytes, int] = {}  # token -> the line it was on
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        where = f"{path}:{number}"
+        shown = f" {line[:60]!r}" if quote else ""
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].removeprefix("-").isdigit():  # ASCII digits: the text is ASCII
+            raise TokenizerFileError(f"{where}: error parsing line{shown} (expected 'base64 rank')")
+        if len(parts[1]) > len(str(MAX_ID)):  # (the range check after this names ids of a few digits)
+            raise TokenizerFileError(f"{where}: a rank of {len(parts[1]):,} characters is out of range: bpecli's ids "
+                                     f"are 0 to {MAX_ID:,}")
         try:
-            token, rank = line.split()
-            ranks[base64.b64decode(token, validate=True)] = int(rank)
-        except (ValueError, binascii.Error):
-            raise TokenizerFileError(f"{path}:{number}: error parsing line {line[:60]!r} (expected 'base64 rank')") from None
+            token = base64.b64decode(parts[0], validate=True)
+        except binascii.Error:
+            raise TokenizerFileError(f"{where}: error parsing line{shown} (expected 'base64 rank')") from None
+        if token in ranks:
+            raise TokenizerFileError(f"{where}: the token of line {lines[token]} is listed again; a token has one rank")
+        ranks[token], lines[token] = int(parts[1]), number
     return ranks
 
 
-def _read_json(path: Path) -> dict:
+def _text(data: bytes, path: Path) -> str:
+    """data as UTF-8 text (a byte-order mark left out)."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise TokenizerFileError(f"{path}: cannot read ({e})") from None
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        raise TokenizerFileError(f"{path}: cannot read (not UTF-8: byte 0x{data[e.start]:02x} at offset {e.start:,})") from None
+
+
+def _read_json(generation: folders.Generation, name: str) -> dict:
+    path = generation.path / name
+    text = _text(generation.read(name), path)
+    try:
+        document = json.loads(text)
     except json.JSONDecodeError as e:
         raise TokenizerFileError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    except RecursionError:
+        raise TokenizerFileError(f"{path}: nested too deeply to be a tokenizer file (arrays or objects "
+                                 f"more than {sys.getrecursionlimit():,} levels deep)") from None
+    except ValueError:  # an integer of more digits than Python converts (4,300)
+        digits = max(re.finditer(r"[0-9]+", text), key=lambda found: found.end() - found.start(), default=None)
+        if digits is None:
+            raise TokenizerFileError(f"{path}: not valid JSON") from None
+        line = text.count("\n", 0, digits.start()) + 1
+        raise TokenizerFileError(f"{path}:{line}: a number of {digits.end() - digits.start():,} digits; "
+                                 "no tokenizer file holds one") from None
     if not isinstance(document, dict):
-        raise TokenizerFileError(f"{path}: not a tokenizer file (expected a JSON object)")
+        raise TokenizerFileError(f"{path}: not a tokenizer file (expected a JSON object, found {_kind(document)})")
     return document
 
 
-def _load_bpecli(path: Path, document: dict, pattern: str | None, specials: dict | None) -> Tokenizer:
+def _kind(value) -> str:
+    """The JSON type of a value, for messages: "a list", "a number"..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    return {dict: "an object", list: "a list", str: "text", int: "a number", float: "a number"}.get(type(value), "a value")
+
+
+def _plain_name(name) -> bool:
+    """Whether name is a file name alone, which can only be a file of the folder it is read in."""
+    return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
+            and os.sep not in name and (os.altsep is None or os.altsep not in name))
+
+
+def _load_bpecli(generation: folders.Generation, name: str, document: dict, pattern: str | None,
+                 specials: dict | None) -> Tokenizer:
+    path = generation.path / name
     version = document.get("format_version")
-    if version != FORMAT_VERSION:
+    if type(version) is not int or version != FORMAT_VERSION:
         raise TokenizerFileError(
-            f"{path}: format_version {version} is not {FORMAT_VERSION}, the one this bpecli reads; "
+            f"{path}: format_version {json.dumps(version)[:20]} is not {FORMAT_VERSION}, the one this bpecli reads; "
             "retrain it, or use a bpecli of that version"
         )
-    ranks_path = path.parent / document.get("ranks_file", "tokenizer.tiktoken")
+    ranks_file = document.get("ranks_file", "tokenizer.tiktoken")
+    if not _plain_name(ranks_file):
+        raise TokenizerFileError(f"{path}: ranks_file {str(ranks_file)[:60]!r} is not the name of a file in this folder "
+                                 "(such as \"tokenizer.tiktoken\")")
+    data = generation.read(ranks_file)
+    _check_written(path, document.get("files"), ranks_file, data)
+    ranks_path = generation.path / ranks_file
+    ranks = _parse_tiktoken(data, ranks_path, quote=not generation.linked(ranks_file))
+    found = document.get("special_tokens", {})
+    if not isinstance(found, dict) or not all(type(rank) is int for rank in found.values()):
+        raise TokenizerFileError(f"{path}: 'special_tokens' should map each special token to its id, "
+                                 "e.g. {\"<|endoftext|>\": 50256}")
+    size = document.get("vocab_size", len(ranks) + len(found))
+    if size != len(ranks) + len(found) or type(size) is not int:
+        raise TokenizerFileError(f"{path}: says {json.dumps(size)[:20]} tokens, but {ranks_file} and its special tokens "
+                                 f"have {len(ranks) + len(found):,}; the folder mixes files of two tokenizers: "
+                                 "train it again, or copy the whole folder")
     return _checked(
         path,
-        read_tiktoken(ranks_path),
-        specials if specials is not None else document.get("special_tokens", {}),
+        ranks,
+        specials if specials is not None else found,
         _pattern(pattern, document.get("pattern") or "gpt2", f"from {path}"),
         [path, ranks_path],
         normalize=_normalize_of(path, document.get("normalize") or []),
     )
 
 
-def _load_gpt2(path: Path, vocab: dict, pattern: str | None, specials: dict | None) -> Tokenizer:
+def _check_written(path: Path, files, ranks_file: str, data: bytes) -> None:
+    """The ranks file is the one bpecli.json was written with, if it recorded it (bpecli writes
+    the size and CRC-32 of each file since it replaces folders whole)."""
+    if files is None:  # from a bpecli that recorded none
+        return
+    entry = files.get(ranks_file) if isinstance(files, dict) else None
+    if not isinstance(entry, dict) or type(entry.get("bytes")) is not int or not isinstance(entry.get("crc32"), str):
+        raise TokenizerFileError(f"{path}: its record of {ranks_file} (in 'files') is missing or damaged; "
+                                 "train the tokenizer again")
+    if len(data) != entry["bytes"]:
+        differs = f"{len(data):,} bytes, where it recorded {entry['bytes']:,}"
+    elif f"{zlib.crc32(data):08x}" != entry["crc32"].lower():
+        differs = "another CRC-32 than it recorded"
+    else:
+        return
+    raise TokenizerFileError(f"{path}: {ranks_file} is not the file written with it ({differs}); the folder mixes "
+                             "files of two tokenizers: train it again, or copy the whole folder")
+
+
+def _load_gpt2(generation: folders.Generation, name: str, vocab: dict, pattern: str | None,
+               specials: dict | None) -> Tokenizer:
     """vocab.json + merges.txt: a multi-byte entry that no merge makes is a special token."""
+    path = generation.path / name
     # merges.txt beside it, or gpt2_merges.txt beside gpt2_vocab.json
-    candidates = [path.with_name(path.name.replace("vocab.json", "merges.txt")), path.with_name("merges.txt")]
-    merges_path = next((c for c in candidates if c.is_file() and c != path), None)
-    if merges_path is None:
+    candidates = [name.replace("vocab.json", "merges.txt"), "merges.txt"]
+    merges_name = next((c for c in candidates if c != name and generation.has(c)), None)
+    if merges_name is None:
         raise TokenizerFileError(f"{path}: expected merges.txt beside this vocab.json")
-    try:
-        text = merges_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise TokenizerFileError(f"{merges_path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    merges_path = generation.path / merges_name
+    text = _text(generation.read(merges_name), merges_path)
+    quote = not generation.linked(merges_name)
     lines = text.splitlines()
     header = 1 if lines and lines[0].startswith("#version") else 0
     if "" in lines or "#version" in text[len(lines[0]) if header else 0 :]:
@@ -569,9 +758,10 @@ def _load_gpt2(path: Path, vocab: dict, pattern: str | None, specials: dict | No
         merges = lines[header:]
     if list(map(str.count, merges, repeat(" "))).count(1) != len(merges):  # each line: exactly one space
         number, line = next((n, line) for n, line in enumerate(lines, 1) if line and not line.startswith("#version") and line.count(" ") != 1)
-        raise TokenizerFileError(f"{merges_path}:{number}: error parsing line {line[:60]!r} (expected 'left right')")
+        shown = f" {line[:60]!r}" if quote else ""
+        raise TokenizerFileError(f"{merges_path}:{number}: error parsing line{shown} (expected 'left right')")
     made = list(map(str.replace, merges, repeat(" "), repeat(""), repeat(1)))
-    _check_merge_order(merges_path, merges, made, vocab)
+    _check_merges(merges_path, merges, made, " ".join(merges).split(" "), vocab, quote=quote)
     ranks, found_specials = _split_vocab(path, vocab, set(made))
     pattern = _pattern(pattern, "gpt2", "the default for vocab.json")
     return _checked(path, ranks, specials if specials is not None else found_specials, pattern, [path, merges_path])
@@ -581,9 +771,10 @@ def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials
     """A Hugging Face tokenizer.json of a byte-level BPE. Whatever would make Hugging Face give
     other ids than bpecli (a normalizer, a template that adds tokens, dropout...) is refused,
     naming it: loading it anyway would be silently wrong."""
-    model = document.get("model") or {}
-    if model.get("type", "BPE") != "BPE" or not isinstance(model.get("vocab"), dict):
-        raise TokenizerFileError(f"{path}: holds a {model.get('type')} model; bpecli reads byte-level BPE only")
+    model = document["model"]  # an object (see _load_file)
+    if model.get("type", "BPE") != "BPE":
+        raise TokenizerFileError(f"{path}: holds a {str(model.get('type'))[:40]} model; bpecli reads byte-level BPE only")
+    _check_shapes(path, document)
     try:  # the normalizer first: a step bpecli does not apply is refused by name
         steps = from_hugging_face(document.get("normalizer"), str(path))
     except BpecliError as e:
@@ -591,21 +782,55 @@ def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials
     _refuse_unsupported(path, document, model)
     added_tokens = document.get("added_tokens") or []
     added = {t["content"]: t["id"] for t in added_tokens}
+    if len(added) != len(added_tokens):
+        twice = next(t["content"] for t in added_tokens if [u["content"] for u in added_tokens].count(t["content"]) > 1)
+        raise TokenizerFileError(f"{path}: added token {twice[:60]!r} is listed twice in added_tokens")
     vocab = {token: rank for token, rank in model["vocab"].items() if token not in added}
     merges = model.get("merges") or []
     for number, merge in enumerate(merges):  # "left right", or [left, right] (tokenizers 0.20 on)
-        if not (merge.count(" ") == 1 if isinstance(merge, str) else
+        if not (isinstance(merge, str) and merge.count(" ") == 1 or
                 isinstance(merge, list) and len(merge) == 2 and all(isinstance(part, str) for part in merge)):
             raise TokenizerFileError(f"{path}: merge {number} ({str(merge)[:60]!r}) is not a pair of tokens "
                                      "(expected \"left right\" or [\"left\", \"right\"])")
     made = [m.replace(" ", "", 1) if isinstance(m, str) else "".join(m) for m in merges]
-    _check_merge_order(path, merges, made, vocab)
+    parts = [part for m in merges for part in (m.split(" ") if isinstance(m, str) else m)]
+    _check_merges(path, merges, made, parts, model["vocab"])
     # entries no merge makes and no added token names (GPT-2's <|endoftext|> in a plain
     # ByteLevelBPETokenizer) become special tokens, as they do from vocab.json
     ranks, extra = _split_vocab(path, vocab, set(made))
     found = _hugging_face_pattern(path, document.get("pre_tokenizer"))
     return _checked(path, ranks, specials if specials is not None else {**extra, **added}, _pattern(pattern, found, f"from {path}"),
                     [path], normalize=steps)
+
+
+# The steps of a tokenizer.json, and the field of each that lists the steps of a Sequence.
+_STEPS = {"normalizer": "normalizers", "pre_tokenizer": "pretokenizers", "post_processor": "processors",
+          "decoder": "decoders"}
+
+
+def _check_shapes(path: Path, document: dict) -> None:
+    """Each part of a tokenizer.json that bpecli reads is of the JSON type Hugging Face writes:
+    a file that says something else in a field is named, not half read."""
+    model = document["model"]
+    if not isinstance(model.get("vocab"), dict):
+        raise TokenizerFileError(f"{path}: its model's vocab is {_kind(model.get('vocab'))}, not an object of token: id")
+    for field, value in (("added_tokens", document.get("added_tokens")), ("model's merges", model.get("merges"))):
+        if value is not None and not isinstance(value, list):
+            raise TokenizerFileError(f"{path}: its {field} is {_kind(value)}, not a list")
+    for field, inner in _STEPS.items():
+        step = document.get(field)
+        steps = [step]
+        if isinstance(step, dict) and step.get("type") == "Sequence":
+            listed = step.get(inner)
+            if not isinstance(listed, list):
+                raise TokenizerFileError(f"{path}: its {field} is a Sequence whose {inner} is {_kind(listed)}, not a list")
+            steps = listed
+        for part in steps:
+            if part is None and part is step:
+                continue
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                raise TokenizerFileError(f"{path}: its {field} holds {_kind(part)} where a step such as "
+                                         "{\"type\": \"ByteLevel\"} belongs")
 
 
 def _refuse_unsupported(path: Path, document: dict, model: dict) -> None:
@@ -629,7 +854,7 @@ def _refuse_unsupported(path: Path, document: dict, model: dict) -> None:
         if model.get(option) not in harmless:
             raise TokenizerFileError(f"{path}: its BPE model sets {option}={model[option]!r}, which bpecli does not apply")
     for token in document.get("added_tokens") or []:
-        if not isinstance(token, dict) or not isinstance(token.get("content"), str) or not isinstance(token.get("id"), int):
+        if not isinstance(token, dict) or not isinstance(token.get("content"), str) or type(token.get("id")) is not int:
             raise TokenizerFileError(f"{path}: an entry of added_tokens lacks its content or id")
         stripped = [option for option in ("lstrip", "rstrip", "single_word") if token.get(option)]
         if stripped:
@@ -651,12 +876,13 @@ def _hugging_face_pattern(path: Path, pre_tokenizer: dict | None) -> str:
         return PATTERNS["gpt2"]
     if kinds == ["Split", "ByteLevel"] and not steps[1].get("use_regex", True):
         split = steps[0]
-        if "Regex" not in (split.get("pattern") or {}) or split.get("behavior") != "Isolated" or split.get("invert"):
+        found = split.get("pattern")
+        regex = found.get("Regex") if isinstance(found, dict) else None
+        if not isinstance(regex, str) or split.get("behavior") != "Isolated" or split.get("invert"):
             raise TokenizerFileError(f"{path}: its Split pre-tokenizer is not a regex whose matches are the pieces "
                                      "(behavior Isolated, invert false), the one bpecli reproduces")
-        found = split["pattern"]["Regex"]
         # a preset as written for Oniguruma is the preset (and keeps its vectorised splitter)
-        return next((preset for preset in PATTERNS.values() if hugging_face_regex(preset) == found), found)
+        return next((preset for preset in PATTERNS.values() if hugging_face_regex(preset) == regex), regex)
     raise TokenizerFileError(f"{path}: its pre-tokenizer ({' + '.join(map(str, kinds)) or 'none'}) is not a byte-level "
                              "one bpecli reproduces (ByteLevel, or Split on a regex then ByteLevel); name one with --pattern")
 
@@ -670,38 +896,49 @@ def _pattern(given: str | None, found: str, source: str) -> str:
     return resolve_pattern(found, source=source)
 
 
-def _check_merge_order(path: Path, merges: list, made: list[str], vocab: dict) -> None:
-    """bpecli merges the pair whose token has the lowest id first, as tiktoken does; Hugging Face
+def _check_merges(path: Path, merges: list, made: list[str], parts: list[str], vocab: dict, *, quote: bool = True) -> None:
+    """Each merge joins two tokens of the vocabulary into a third (Hugging Face refuses any other:
+    a vocabulary and merges of two tokenizers are refused here too), and the merges follow the
+    order of the ids they make.
+
+    bpecli merges the pair whose token has the lowest id first, as tiktoken does; Hugging Face
     merges in the order the merges are listed. The two agree only if the tokens the merges make
     have ids that never fall along the list (several merges may make one token, one after
     another, as transformers' tiktoken converter writes them): if not, the file is refused."""
+    _check_ids(path, vocab)
     ids: list = list(map(vocab.get, made))
-    if None in ids:  # made tokens the vocabulary lacks (see _split_vocab): rare
-        ids = [rank for rank in ids if rank is not None]
-    try:
-        if all(map(le, ids, islice(ids, 1, None))):
-            return
-    except TypeError:  # an id that is no number: _split_vocab names it
-        pass
+    if None in ids or not all(map(vocab.__contains__, parts)):
+        for number, (merge, token) in enumerate(zip(merges, made), 1):
+            pair = merge.split(" ") if isinstance(merge, str) else merge
+            lacking = next((part for part in (*pair, token) if part not in vocab), None)
+            if lacking is not None:
+                shown = f" ({str(merge)[:60]!r}) names {lacking[:60]!r}," if quote else " names a token"
+                raise TokenizerFileError(f"{path}: merge {number}{shown} which the vocabulary lacks; the merges and the "
+                                         "vocabulary are not of one tokenizer")
+    if all(map(le, ids, islice(ids, 1, None))):
+        return
     last, before = -1, (0, "")
-    for number, (merge, token) in enumerate(zip(merges, made), 1):
-        if not isinstance(rank := vocab.get(token), int):
-            continue
+    for number, (merge, rank) in enumerate(zip(merges, ids), 1):
         if rank < last:
+            this, that = (f" ({str(merge)[:60]!r})", f" ({str(before[1])[:60]!r})") if quote else ("", "")
             raise TokenizerFileError(
-                f"{path}: merge {number} ({str(merge)[:60]!r}) makes id {rank}, but merge {before[0]} before it "
-                f"({str(before[1])[:60]!r}) makes id {last}; bpecli merges in the order of ids, as tiktoken does, so "
-                "its ids would differ from Hugging Face's. Number the merged tokens in the order of the merges")
+                f"{path}: merge {number}{this} makes id {rank}, but merge {before[0]} before it{that} makes id {last}; "
+                "bpecli merges in the order of ids, as tiktoken does, so its ids would differ from Hugging Face's. "
+                "Number the merged tokens in the order of the merges")
         last, before = rank, (number, merge)
+
+
+def _check_ids(path: Path, vocab: dict) -> None:
+    """Every id is a whole number (not true or false, which Python counts as 1 and 0)."""
+    if set(map(type, vocab.values())) - {int}:
+        text, rank = next((text, rank) for text, rank in vocab.items() if type(rank) is not int)
+        raise TokenizerFileError(f"{path}: the id of {text[:60]!r} is {json.dumps(rank)[:20]}, not a whole number")
 
 
 def _split_vocab(path: Path, vocab: dict, made: set[str]) -> tuple[dict[bytes, int], dict[str, int]]:
     """Ordinary tokens (single bytes and what merges make) as bytes, and the rest as specials.
     Sets and maps sort them, not a loop over the vocabulary: a one-liner loads it every time."""
     texts, ids = list(vocab), list(vocab.values())
-    if not all(map(isinstance, ids, repeat(int))):
-        text = next(text for text, rank in vocab.items() if not isinstance(rank, int))
-        raise TokenizerFileError(f"{path}: the id of {text!r} is not an integer")
     tokens = strs_to_tokens(texts)
     specials = {text for text in vocab.keys() - made if len(text) != 1}  # a character is a byte
     if None in tokens:  # a character outside the alphabet: no byte-level token
@@ -728,9 +965,18 @@ def _checked(path: Path, ranks: dict[bytes, int], specials: dict[str, int], patt
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise TokenizerFileError(f"{path}: not a byte-level BPE: {len(missing)} of the 256 byte tokens are missing")
+    try:
+        check_special_tokens(specials)
+    except BpecliError as e:
+        raise TokenizerFileError(f"{path}: {e}") from None
     ids = set(ranks.values()) | set(specials.values())
     if len(ids) != len(ranks) + len(specials):
-        raise TokenizerFileError(f"{path}: two tokens share one id")
+        holders: dict[int, object] = {}
+        for token, rank in [*ranks.items(), *specials.items()]:
+            if rank in holders:
+                raise TokenizerFileError(f"{path}: tokens {repr(holders[rank])[:40]} and {repr(token)[:40]} share id {rank}; "
+                                         "each token has an id of its own")
+            holders[rank] = token
     for extreme in (min(ids), max(ids)):
         if not 0 <= extreme <= MAX_ID:
             raise TokenizerFileError(f"{path}: id {extreme} is out of range: bpecli's ids are 0 to {MAX_ID:,}")

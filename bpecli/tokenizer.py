@@ -93,11 +93,18 @@ class Tokenizer:
         """sha256 over the files it was read from (or its ranks), its pattern and special tokens."""
         import hashlib
         import json
+        import os
+
+        from .folders import identity
 
         digest = hashlib.sha256()
         if self.files:
-            for name in self.files:
-                digest.update(hashlib.sha256(Path(name).read_bytes()).digest())
+            read = getattr(self, "_read_files", None)  # set by files.load: the files it read, told apart
+            for index, name in enumerate(self.files):
+                with open(name, "rb") as file:
+                    if read is not None and identity(os.fstat(file.fileno())) != read[index]:
+                        raise BpecliError(f"{name} was replaced after bpecli read it (by a train --force?); run again")
+                    digest.update(hashlib.sha256(file.read()).digest())
         else:
             for token, rank in sorted(self.ranks.items(), key=lambda item: item[1]):
                 digest.update(b"%d %s\n" % (rank, token.hex().encode()))

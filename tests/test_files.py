@@ -2,6 +2,9 @@
 
 import base64
 import json
+import os
+import re
+from pathlib import Path
 
 import pytest
 
@@ -77,7 +80,7 @@ def test_save_refuses_to_overwrite_without_force(trained, tmp_path):
     with pytest.raises(BpecliError, match="holds a tokenizer already; use --force"):
         tok.save(tmp_path / "out")
     tok.save(tmp_path / "out", force=True)
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([*TOKENIZER_FILES, LOCK])  # no temporary folder left
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(TOKENIZER_FILES)  # no temporary folder left
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     (tmp_path / "out" / "notes.txt").write_text("mine")
     with pytest.raises(BpecliError, match=r"holds files bpecli did not write \(notes.txt\)"):
@@ -302,17 +305,247 @@ def test_transformers_loads_a_trained_folder_and_knows_its_separator(tmp_path, f
 
 
 def test_a_second_save_into_a_folder_being_replaced_is_refused(trained, tmp_path):
-    """Two runs replacing one folder's files one by one could leave them mixed: one holds a lock."""
+    """A run replacing a folder holds a lock on the folder itself: a second one is refused."""
     import fcntl
+    import os
 
     tok, _ = trained
     tok.save(tmp_path / "out")
     before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
-    with open(tmp_path / "out" / LOCK, "a") as held:
+    held = os.open(tmp_path / "out", os.O_RDONLY | os.O_DIRECTORY)
+    try:
         fcntl.flock(held, fcntl.LOCK_EX)
         with pytest.raises(BpecliError, match="another bpecli is writing"):
             tok.save(tmp_path / "out", force=True)
-    assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir() if p.name != LOCK} == before
-    tok.save(tmp_path / "out", force=True)  # the lock file left behind is bpecli's own
+    finally:
+        os.close(held)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    (tmp_path / "out" / LOCK).write_text("")  # the lock file of an older bpecli is its own too
+    tok.save(tmp_path / "out", force=True)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(TOKENIZER_FILES)
     with pytest.raises(BpecliError, match="holds a tokenizer already"):
         tok.save(tmp_path / "out")
+
+
+# ---- hostile and odd tokenizer files: one clear line each, never a traceback ------------------
+
+def _cli_error(path) -> str:
+    """The one line `bpecli encode -t path` fails with."""
+    from typer.testing import CliRunner
+
+    from bpecli.cli import app
+
+    result = CliRunner().invoke(app, ["encode", "-t", str(path)], input="hi")
+    assert result.exit_code == 1 and not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), result
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bpecli: error: "), result.output
+    return lines[0]
+
+
+def _byte_ranks(extra: str = "") -> str:
+    return "".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)) + extra
+
+
+def _folder_with(trained, tmp_path, **changes):
+    """A copy of the trained folder with bpecli.json changed."""
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    for name in TOKENIZER_FILES:
+        (folder / name).write_bytes((trained[1] / name).read_bytes())
+    meta = json.loads((folder / "bpecli.json").read_text())
+    meta.update(changes)
+    (folder / "bpecli.json").write_text(json.dumps(meta))
+    return folder
+
+
+@pytest.mark.parametrize("ranks_file", ["/etc/passwd", "../secret.tiktoken", "sub/x.tiktoken", "..", "", 7, None])
+def test_ranks_file_names_a_file_of_the_folder_only(trained, tmp_path, ranks_file):
+    (tmp_path / "secret.tiktoken").write_text(_byte_ranks())
+    folder = _folder_with(trained, tmp_path, ranks_file=ranks_file)
+    assert "is not the name of a file in this folder" in _cli_error(folder)
+
+
+def test_an_error_never_shows_the_content_of_a_file_a_ranks_file_links_to(trained, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("aws_secret_access_key AKIAEXAMPLESECRET\n")
+    folder = _folder_with(trained, tmp_path)
+    (folder / "tokenizer.tiktoken").unlink()
+    (folder / "tokenizer.tiktoken").symlink_to(secret)
+    meta = json.loads((folder / "bpecli.json").read_text())
+    del meta["files"]  # as an older bpecli wrote it: no record to compare with
+    (folder / "bpecli.json").write_text(json.dumps(meta))
+    line = _cli_error(folder)
+    assert "tokenizer.tiktoken:1: error parsing line (expected 'base64 rank')" in line and "AKIA" not in line
+    merges = tmp_path / "plain"
+    merges.mkdir()
+    (merges / "vocab.json").write_bytes((trained[1] / "vocab.json").read_bytes())
+    (merges / "merges.txt").symlink_to(secret)
+    line = _cli_error(merges / "vocab.json")
+    assert "merges.txt: merge 1 names a token which the vocabulary lacks" in line and "AKIA" not in line
+
+
+def test_a_ranks_file_is_bounded_in_size(trained, tmp_path):
+    from bpecli.folders import MAX_FILE_BYTES
+
+    folder = _folder_with(trained, tmp_path, ranks_file="big.tiktoken")
+    with open(folder / "big.tiktoken", "wb") as f:
+        f.truncate(MAX_FILE_BYTES + 1)  # sparse: nothing is written
+    assert "big.tiktoken: 268,435,457 bytes, more than the 256 MiB" in _cli_error(folder)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"format_version": True}, "format_version true is not 1"),  # Python counts true as 1
+    ({"special_tokens": ["<|endoftext|>"]}, "'special_tokens' should map each special token to its id"),
+    ({"special_tokens": {"<|endoftext|>": True}}, "'special_tokens' should map each special token to its id"),
+    ({"special_tokens": {"": 699}}, "bpecli.json: a special token must be non-empty text"),
+    ({"vocab_size": 800}, "says 800 tokens, but tokenizer.tiktoken and its special tokens have 700"),
+    ({"files": {"tokenizer.tiktoken": "yes"}}, "its record of tokenizer.tiktoken .in 'files'. is missing or damaged"),
+    ({"files": {"tokenizer.tiktoken": {"bytes": 1, "crc32": "0"}}}, "tokenizer.tiktoken is not the file written with it"),
+    ({"normalize": "nfkc"}, "'normalize' should be a list of steps"),
+    ({"pattern": ["gpt2"]}, r"the pattern \['gpt2'\] .from .*bpecli.json. is not text"),
+])
+def test_a_damaged_bpecli_json_is_named(trained, tmp_path, changes, message):
+    assert re.search(message, _cli_error(_folder_with(trained, tmp_path, **changes)))
+
+
+def _nested(depth: int) -> str:
+    return '{"model": {"type": "BPE", "vocab": {}, "merges": ' + "[" * depth + "]" * depth + "}}"
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("tokenizer.json", _nested(100_000), r"tokenizer.json: nested too deeply to be a tokenizer file"),
+    ("vocab.json", "[" * 100_000, r"vocab.json: nested too deeply"),
+    ("tokenizer.json", '{"model": {"vocab": {"a": ' + "9" * 5000 + "}}}", r"tokenizer.json:1: a number of 5,000 digits"),
+    ("vocab.json", '{\n"a": 0,\n"b": -' + "1" * 5000 + "}", r"vocab.json:3: a number of 5,000 digits"),
+    ("x.tiktoken", _byte_ranks("YWI= " + "7" * 5000 + "\n"), r"x.tiktoken:257: a rank of 5,000 characters is out of range"),
+])
+def test_deep_nesting_and_long_numbers_are_one_line(tmp_path, name, content, message):
+    (tmp_path / name).write_text(content)
+    if name == "vocab.json":
+        (tmp_path / "merges.txt").write_text("#version: 0.2\n")
+    assert re.search(message, _cli_error(tmp_path / name))
+
+
+def test_a_bpecli_json_nested_deeply_is_one_line(trained, tmp_path):
+    folder = _folder_with(trained, tmp_path)
+    (folder / "bpecli.json").write_text('{"format_version": 1, "pattern": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert "bpecli.json: nested too deeply" in _cli_error(folder)
+
+
+def _special(tmp_path, kind):
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "tokenizer.json")  # no writer: a reader that waits for one would hang
+        return tmp_path / "tokenizer.json"
+    if kind == "loop":
+        (tmp_path / "a").symlink_to(tmp_path / "b")
+        (tmp_path / "b").symlink_to(tmp_path / "a")
+        return tmp_path / "a"
+    if kind == "folder of nothing":
+        return tmp_path
+    if kind == "bpecli.json a folder":
+        (tmp_path / "bpecli.json").mkdir()
+        return tmp_path
+    if kind == "huge":
+        from bpecli.folders import MAX_FILE_BYTES
+
+        with open(tmp_path / "tokenizer.json", "wb") as f:
+            f.truncate(MAX_FILE_BYTES + 1)
+        return tmp_path / "tokenizer.json"
+    return Path(kind)
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("/dev/zero", "/dev/zero: is a device, not a tokenizer file"),
+    ("fifo", "tokenizer.json: is a FIFO, not a tokenizer file"),
+    ("loop", "a: cannot read .a loop of symbolic links."),
+    ("folder of nothing", "no tokenizer here"),
+    ("bpecli.json a folder", "bpecli.json: is a folder, not a tokenizer file"),
+    ("huge", r"tokenizer.json: 268,435,457 bytes, more than the 256 MiB of the largest tokenizer file bpecli reads"),
+])
+def test_what_is_no_tokenizer_file_is_named_without_waiting_or_reading_it_all(tmp_path, kind, message):
+    assert re.search(message, _cli_error(_special(tmp_path, kind)))
+
+
+@pytest.mark.parametrize("content, message", [
+    ("3", "not a tokenizer file .expected a JSON object, found a number."),
+    ("null", "found null"),
+    ('"vocab"', "found text"),
+    ("\ufeff\xff{}", "cannot read .not UTF-8: byte 0xff at offset 3."),
+])
+def test_json_that_is_not_an_object_is_named(tmp_path, content, message):
+    (tmp_path / "tokenizer.json").write_bytes(content.encode("utf-8", "surrogateescape").replace(b"\xc3\xbf", b"\xff"))
+    assert re.search(message, _cli_error(tmp_path / "tokenizer.json"))
+
+
+def test_a_byte_order_mark_before_json_changes_nothing(trained, tmp_path):
+    text = (trained[1] / "tokenizer.json").read_text(encoding="utf-8")
+    (tmp_path / "tokenizer.json").write_text("\ufeff" + text, encoding="utf-8")
+    assert Tokenizer.load(tmp_path / "tokenizer.json").ranks == trained[0].ranks
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("YWI= 1_0\n", r"x.tiktoken:257: error parsing line 'YWI= 1_0'"),  # int() would take it as 10
+    ("YWI= 300 1\n", r"x.tiktoken:257: error parsing line"),
+    ("YWI= +300\n", r"x.tiktoken:257: error parsing line"),
+    ("YWI= \u0663\n", r"x.tiktoken: byte 0xd9 at offset 2,\d+ is not ASCII"),  # an Arabic-Indic 3
+    ("YWI= 300\nYWI= 301\n", r"x.tiktoken:258: the token of line 257 is listed again"),
+    ("YWI= 255\n", r"x.tiktoken: tokens b'\\xff' and b'ab' share id 255"),
+])
+def test_odd_tiktoken_lines_are_named(tmp_path, extra, message):
+    (tmp_path / "x.tiktoken").write_text(_byte_ranks(extra), encoding="utf-8")
+    assert re.search(message, _cli_error(tmp_path / "x.tiktoken"))
+
+
+def test_tiktoken_lines_ending_in_crlf_read_as_the_same_ranks(tmp_path):
+    (tmp_path / "lf.tiktoken").write_text(_byte_ranks("YWI= 256\n"))
+    (tmp_path / "crlf.tiktoken").write_bytes(_byte_ranks("YWI= 256\n").replace("\n", "\r\n").encode())
+    assert Tokenizer.load(tmp_path / "crlf.tiktoken").ranks == Tokenizer.load(tmp_path / "lf.tiktoken").ranks
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"model": {"type": "BPE", "vocab": ["a"]}}, "its model's vocab is a list, not an object of token: id"),
+    ({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": {"a b": 1}}}, "its model's merges is an object, not a list"),
+    ({"model": {"type": ["BPE"], "vocab": {}}}, r"holds a \['BPE'\] model"),
+    ({"added_tokens": {"<|endoftext|>": 699}}, "its added_tokens is an object, not a list"),
+    ({"added_tokens": [{"content": "<|endoftext|>", "id": True}]}, "an entry of added_tokens lacks its content or id"),
+    ({"added_tokens": [{"content": "<|x|>", "id": 699}, {"content": "<|x|>", "id": 700}]}, "added token '<|x|>' is listed twice"),
+    ({"normalizer": ["NFC"]}, r"its normalizer holds a list where a step such as \{\"type\": \"ByteLevel\"\} belongs"),
+    ({"normalizer": {"type": "Sequence", "normalizers": "NFC"}}, "its normalizer is a Sequence whose normalizers is text, not a list"),
+    ({"pre_tokenizer": "ByteLevel"}, "its pre_tokenizer holds text where a step"),
+    ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": "Regex x",
+                                                              "behavior": "Isolated", "invert": False},
+                                                             {"type": "ByteLevel", "use_regex": False}]}},
+     "its Split pre-tokenizer is not a regex"),
+    ({"decoder": 5}, "its decoder holds a number where a step"),
+    ({"post_processor": {"type": "Sequence", "processors": [None]}}, "its post_processor holds null where a step"),
+])
+def test_odd_types_in_a_tokenizer_json_are_named(trained, tmp_path, changes, message):
+    assert re.search(message, _cli_error(_hugging_face_file(trained, tmp_path, **changes)))
+
+
+@pytest.mark.parametrize("where, message", [
+    (0, r"merge 1 \('Ġ t'\) names 'Ġ', which the vocabulary lacks"),  # a part
+    (1, r"merge 2 \('Ġ a'\) names 'Ġa', which the vocabulary lacks"),  # what it makes
+])
+def test_merges_naming_tokens_the_vocabulary_lacks_are_refused(tmp_path, gpt2_vocab, fixtures, where, message):
+    """Hugging Face refuses them too (and panics when the token made is missing): the vocabulary
+    and the merges are of two tokenizers."""
+    vocab = json.loads(gpt2_vocab.read_text(encoding="utf-8"))
+    del vocab[["Ġ", "Ġa"][where]]
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    (tmp_path / "merges.txt").write_bytes((fixtures / "gpt2_merges.txt").read_bytes())
+    assert re.search(message, _cli_error(tmp_path / "vocab.json"))
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"Ġt": True}, r"the id of 'Ġt' is true, not a whole number"),  # Python counts true as 1
+    ({"Ġt": 1.0}, r"the id of 'Ġt' is 1.0, not a whole number"),
+    ({"Ġa": 256}, r"tokens b' t' and b' a' share id 256; each token has an id of its own"),
+])
+def test_odd_ids_in_a_vocab_json_are_named(tmp_path, gpt2_vocab, fixtures, change, message):
+    vocab = json.loads(gpt2_vocab.read_text(encoding="utf-8"))
+    vocab.update(change)
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    (tmp_path / "merges.txt").write_bytes((fixtures / "gpt2_merges.txt").read_bytes())
+    assert re.search(message, _cli_error(tmp_path / "vocab.json"))
