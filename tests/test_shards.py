@@ -548,3 +548,22 @@ def test_a_manifest_bpecli_did_not_write_is_no_record(gpt2, sample_file, tmp_pat
         write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000)
     assert write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, force=True).status == "written"
     assert verify(out) == []
+
+
+def test_the_manifest_says_what_each_input_gave_each_split_resumed_or_not(gpt2, sample_file, tmp_path, small_parts):
+    """Each input's tokens and documents per split, as a run of that input alone counts them; a
+    resumed run records the same (its manifest is the same bytes as an uninterrupted run's)."""
+    second = tmp_path / "second.txt"
+    second.write_text(sample_file.read_text(encoding="utf-8")[:300_000], encoding="utf-8")
+    inputs = [str(sample_file), str(second)]
+    options = dict(shard_tokens=8_000, eot=EOT, val_fraction=0.1, workers=2)
+    whole = write_shards(gpt2, inputs, tmp_path / "whole", **options).manifest
+    for path, read in zip(inputs, whole["read"]):
+        alone = write_shards(gpt2, [path], tmp_path / f"alone-{read['parts']}", **options).manifest
+        assert read["written"] == {split: {k: totals[k] for k in ("tokens", "documents")} for split, totals in alone["splits"].items()}
+    with pytest.raises(KeyboardInterrupt):
+        write_shards(gpt2, inputs, tmp_path / "cut", progress=Interrupt(after=25), **options)
+    kept = json.loads((tmp_path / "cut" / shards.JOURNAL).read_text())["shards"]
+    assert any(s["file"].startswith("val_") for s in kept)  # both splits resume past their first parts
+    assert write_shards(gpt2, inputs, tmp_path / "cut", **options).status == "resumed"
+    assert (tmp_path / "cut" / "manifest.json").read_bytes() == (tmp_path / "whole" / "manifest.json").read_bytes()
