@@ -816,28 +816,3 @@ def verify(out_dir: str | Path) -> list[str]:
         if now != before:
             problems.append(f"input {path} changed since these shards were written from it; encode again with --force")
     return problems
-
-
-def describe_shards(out_dir: str | Path, top: int = 10) -> dict:
-    """What `bpecli inspect DIR` shows: the manifest's totals and shards, and the most frequent
-    token ids (counted over every shard)."""
-    out = Path(out_dir)
-    if not (out / MANIFEST).is_file():
-        hint = " (an unfinished run: rerun the encode command to finish it)" if (out / JOURNAL).exists() else ""
-        raise InputError(f"{out}: no {MANIFEST} here{hint}")
-    manifest = read_manifest(out / MANIFEST)
-    counts = np.zeros(0, dtype=np.int64)
-    for shard in manifest["shards"]:
-        found = np.bincount(read_shard(out / shard["file"]))
-        if len(found) > len(counts):
-            found[: len(counts)] += counts
-            counts = found
-        else:
-            counts[: len(found)] += found
-    frequent = np.argsort(-counts, kind="stable")[:top]
-    return {
-        **{k: manifest.get(k) for k in ("total_tokens", "total_documents", "dtype", "shard_tokens", "eot", "inputs")},
-        "tokenizer": manifest["tokenizer"],
-        "shards": manifest["shards"],
-        "most_frequent": [{"id": int(i), "count": int(counts[i])} for i in frequent if counts[i]],
-    }

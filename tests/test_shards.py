@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from bpecli import corpus, shards
 from bpecli.errors import BpecliError, InputError, OutputError
 from bpecli.files import LOCK
+from bpecli.report import shard_figures
 from bpecli.shards import verify, write_shards
 
 EOT = 50256
@@ -424,7 +425,7 @@ def test_llm_c_shards_have_its_header_and_the_same_tokens(gpt2, cl100k_file, sam
         tokens = np.frombuffer(raw[1024:], dtype=np.dtype(dtype).newbyteorder("<"))
         assert tokens.tolist() == np.load(tmp_path / "npy" / theirs["file"]).tolist()
     assert verify(tmp_path / "bin") == []
-    assert shards.describe_shards(tmp_path / "bin")["total_tokens"] == npy["total_tokens"]
+    assert shard_figures(tmp_path / "bin")["total_tokens"] == npy["total_tokens"]
 
 
 def test_an_interrupted_llm_c_run_resumes_to_the_same_bytes(gpt2, sample_file, tmp_path, small_parts):
