@@ -280,3 +280,30 @@ def test_a_report_replaces_only_a_report(tmp_path):
     assert page.read_text() == SIGNATURE + "new" and sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
     with pytest.raises(OutputError, match="is a folder"):
         write_report(tmp_path, SIGNATURE)
+
+
+def test_a_special_token_far_past_the_other_ids_is_counted_in_its_place(gpt2, tmp_path):
+    from bpecli import Tokenizer
+
+    far = 2_000_000_000
+    tok = Tokenizer(gpt2.ranks, special_tokens={"<|endoftext|>": far}, pattern=gpt2.pattern)
+    (tmp_path / "t.txt").write_text("hello world<|endoftext|>" * 100, encoding="utf-8")
+    write_shards(tok, [str(tmp_path / "t.txt")], tmp_path / "out", eot=far)
+    figures = shard_figures(tmp_path / "out", tokenizer=tok)
+    assert {"id": far, "count": 100, "share": 1 / 3, "token": "<|endoftext|>"} in figures["most_frequent"]  # ties: lower ids first
+    assert figures["vocabulary"]["ids"] == 50_257 and figures["vocabulary"]["seen"] == 3 and figures["bytes_per_token"] == 5.5
+    with pytest.raises(InputError, match="give the tokenizer"):  # 2e9 counts, one per id, would be 16 GB
+        shard_figures(tmp_path / "out")
+
+
+def test_an_id_between_the_tokenizers_ids_that_is_no_token_is_an_error(gpt2, tmp_path):
+    from bpecli import Tokenizer
+
+    tok = Tokenizer({t: i for t, i in gpt2.ranks.items() if i != 50_000}, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
+    (tmp_path / "t.txt").write_text("hello world<|endoftext|>" * 100, encoding="utf-8")
+    write_shards(tok, [str(tmp_path / "t.txt")], tmp_path / "out", eot=EOT)
+    ids = np.load(tmp_path / "out" / "shard_00000.npy")
+    ids[5] = 50_000
+    np.save(tmp_path / "out" / "shard_00000.npy", ids)
+    with pytest.raises(InputError, match="id 50,000 occurs 1 times, and the tokenizer has no such token"):
+        shard_figures(tmp_path / "out", tokenizer=tok)

@@ -15,11 +15,14 @@ from ..executor import map_in_order
 from ..shards import JOURNAL, MANIFEST, index_name, read_manifest, read_shard
 from ..tokenizer import Tokenizer, render_token
 
-# Ids counted per np.bincount: its int64 copy of them stays small (32 MB).
-COUNT_BLOCK = 1 << 22
+# Ids counted per np.bincount: its int64 copy of them stays in the caches (measured fastest).
+COUNT_BLOCK = 1 << 18
 # Ids a worker process counts per item; folders of fewer ids than WORKERS_FROM are counted here.
 WORK_ITEM = 1 << 26
 WORKERS_FROM = 1 << 27
+# The most ids counted in an array indexed by id (32 MB of counts); a vocabulary with ids past it
+# (a special token at 4e9) is counted by its ids' places among its sorted ids.
+MAX_DENSE = 1 << 22
 # Ids seen fewer than RARE times are rare; these bounds bucket ids by how often they occur.
 RARE = 10
 OCCURRENCE_BUCKETS = (0, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)
@@ -29,14 +32,24 @@ RANKS_SHOWN = (1, 10, 100, 1_000, 10_000, 100_000)
 
 
 @dataclass(frozen=True)
+class Slots:
+    """Where each id is counted: in slot `id` (dense), or in its place among `ids` (sparse); and
+    the bytes of each slot's token (0 for special tokens, and for every slot without the tokenizer)."""
+
+    ids: np.ndarray  # the id of each slot
+    dense: bool
+    lengths: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass(frozen=True)
 class _Counting:
-    """What a worker needs to count ids: the folder, the manifest's dtype, the id bound, and the
-    bytes of each id's token (zeros without the tokenizer)."""
+    """What a worker needs to count ids: the folder and the slots."""
 
     folder: Path
-    dtype: str
-    limit: int  # ids must be below it
-    lengths: np.ndarray
+    slots: Slots
 
 
 def shard_figures(folder: str | Path, *, tokenizer: Tokenizer | None = None, top: int = 20, workers: int = 1) -> dict:
@@ -53,10 +66,10 @@ def shard_figures(folder: str | Path, *, tokenizer: Tokenizer | None = None, top
     if tokenizer is not None:
         _check_tokenizer(out, manifest, tokenizer)
     shards = [dict(shard, split=_split_of(shard["file"])) for shard in manifest["shards"]]
-    limit = _id_limit(manifest, tokenizer)
-    lengths = _token_lengths(tokenizer, limit)
+    slots = _slots(manifest, tokenizer)
     inputs = _written_by_input(out, manifest, shards)
-    counts, by_input = _count_ids(out, manifest, shards, limit, workers, lengths, inputs)
+    by_split, by_shard, by_input = _count_ids(out, manifest, shards, slots, workers, inputs)
+    measured = tokenizer is not None
     figures = {
         "kind": "shards",
         "folder": str(out),
@@ -65,33 +78,41 @@ def shard_figures(folder: str | Path, *, tokenizer: Tokenizer | None = None, top
         "shard_format": manifest.get("shard_format", "npy"),
         "tokenizer": manifest["tokenizer"],
         "shards": [{**{k: s[k] for k in ("file", "split", "tokens", "documents", "sha256")},
-                    "bytes_per_token": _bytes_per_token(c, lengths, tokenizer)} for s, c in zip(shards, counts)],
+                    "bytes_per_token": _per_token(text, ordinary, measured)} for s, (ordinary, text) in zip(shards, by_shard)],
     }
-    by_split: dict[str, np.ndarray] = {}
-    for shard, found in zip(shards, counts):
-        by_split[shard["split"]] = by_split[shard["split"]] + found if shard["split"] in by_split else found.copy()
     documents = {split: _document_lengths(out, [s for s in shards if s["split"] == split]) for split in _splits(manifest, shards)}
-    figures["splits"] = {
-        split: {"tokens": sum(s["tokens"] for s in shards if s["split"] == split),
-                "documents": sum(s["documents"] for s in shards if s["split"] == split),
-                "shards": sum(s["split"] == split for s in shards),
-                "bytes_per_token": _bytes_per_token(by_split[split], lengths, tokenizer) if split in by_split else None,
-                "distinct_ids": int(np.count_nonzero(by_split[split])) if split in by_split else 0}
-        for split in documents
-    }
+    figures["splits"] = {}
+    for split in documents:
+        counts = by_split.get(split, np.zeros(len(slots), dtype=np.int64))
+        figures["splits"][split] = {
+            "tokens": sum(s["tokens"] for s in shards if s["split"] == split),
+            "documents": sum(s["documents"] for s in shards if s["split"] == split),
+            "shards": sum(s["split"] == split for s in shards),
+            "bytes_per_token": _per_token(int(counts @ slots.lengths), int(counts[slots.lengths > 0].sum()), measured),
+            "distinct_ids": int(np.count_nonzero(counts)),
+        }
     _check_documents(out, figures["splits"], documents)
-    total = np.sum(list(by_split.values()), axis=0) if by_split else np.zeros(limit, dtype=np.int64)
-    figures["bytes_per_token"] = _bytes_per_token(total, lengths, tokenizer)
-    figures["text_bytes"] = int(total @ lengths) if tokenizer is not None else None
+    total = np.sum(list(by_split.values()), axis=0) if by_split else np.zeros(len(slots), dtype=np.int64)
+    if tokenizer is not None and slots.dense:  # ids between the tokenizer's that are no token (cl100k_base has 100256)
+        _check_known(out, total, slots, tokenizer, manifest)
+    text_bytes = int(total @ slots.lengths)
+    figures["bytes_per_token"] = _per_token(text_bytes, int(total[slots.lengths > 0].sum()), measured)
+    figures["text_bytes"] = text_bytes if measured else None
     figures["document_lengths"] = _length_figures(documents)
-    figures.update(_vocabulary_figures(total, manifest, tokenizer, top))
+    figures.update(_vocabulary_figures(total, slots, manifest, tokenizer, top))
     figures["by_input"] = [
-        {"input": entry["path"], "input_bytes": size, "tokens": sum(_count_of(entry["written"], split, "tokens") for split in inputs),
-         "documents": sum(_count_of(entry["written"], split, "documents") for split in inputs),
-         "bytes_per_token": text / ordinary if tokenizer is not None and ordinary else None}
+        {"input": entry["path"], "input_bytes": size,
+         "tokens": sum(_count_of(entry["written"], split, "tokens") or 0 for split in inputs),
+         "documents": sum(_count_of(entry["written"], split, "documents") or 0 for split in inputs),
+         "bytes_per_token": _per_token(text, ordinary, measured)}
         for entry, size, (ordinary, text) in zip(manifest["read"], [i.get("size") for i in manifest["inputs"]], by_input)
     ] if inputs is not None else None
     return figures
+
+
+def _per_token(text_bytes: int, ordinary: int, measured: bool) -> float | None:
+    """Text bytes per ordinary token (special tokens such as eot aside); None unless measured."""
+    return text_bytes / ordinary if measured and ordinary else None
 
 
 def _split_of(file: str) -> str:
@@ -121,21 +142,44 @@ def _check_tokenizer(out: Path, manifest: dict, tokenizer: Tokenizer) -> None:
                              "another token; give the tokenizer it was encoded with (-t)")
 
 
-def _id_limit(manifest: dict, tokenizer: Tokenizer | None) -> int:
-    """One past the largest id a shard may hold: the vocabulary's, and the manifest's eot and bos."""
-    bound = manifest["tokenizer"].get("vocab_size")
-    bound = bound if isinstance(bound, int) and bound > 0 else 0
-    if tokenizer is not None:
-        bound = max(bound, tokenizer.max_token_value + 1)
-    for key in ("eot", "bos"):
-        named = manifest.get(key)
-        if isinstance(named, dict) and isinstance(named.get("id"), int):
-            bound = max(bound, named["id"] + 1)
+def _slots(manifest: dict, tokenizer: Tokenizer | None) -> Slots:
+    """Where each id a shard may hold is counted: the tokenizer's ids and the manifest's eot and
+    bos; without the tokenizer, 0 up to the manifest's vocabulary size."""
+    named = [m["id"] for m in (manifest.get("eot"), manifest.get("bos")) if isinstance(m, dict) and isinstance(m.get("id"), int)]
     dtype_top = 1 << 16 if manifest["dtype"] == "uint16" else 1 << 32
-    if not 0 < bound <= dtype_top:
-        raise InputError(f"the manifest names a vocabulary of {bound:,} ids, which {manifest['dtype']} shards cannot hold; "
-                         "the folder is damaged: encode again with --force")
-    return bound
+    if tokenizer is not None:
+        ids = np.unique(np.fromiter([*tokenizer.decoder, *named], dtype=np.int64))
+    else:
+        size = manifest["tokenizer"].get("vocab_size")
+        bound = max([size if isinstance(size, int) else 0, *(i + 1 for i in named)])
+        if not 0 < bound <= min(dtype_top, MAX_DENSE):
+            raise InputError(f"the manifest names ids up to {bound - 1:,}: too many to count without the tokenizer, or "
+                             f"more than {manifest['dtype']} holds; give the tokenizer (-t), or encode again with --force")
+        ids = np.arange(bound, dtype=np.int64)
+    if len(ids) == 0 or ids[0] < 0 or ids[-1] >= dtype_top:
+        raise InputError(f"the tokenizer's ids do not fit {manifest['dtype']} shards; give the tokenizer the shards "
+                         "were encoded with (-t)")
+    dense = ids[-1] < MAX_DENSE
+    slots = np.arange(ids[-1] + 1, dtype=np.int64) if dense else ids
+    lengths = np.zeros(len(slots), dtype=np.int64)
+    if tokenizer is not None:
+        ranks = np.fromiter(tokenizer.ranks.values(), dtype=np.int64, count=len(tokenizer.ranks))
+        where = ranks if dense else np.searchsorted(slots, ranks)
+        lengths[where] = np.fromiter(map(len, tokenizer.ranks), dtype=np.int64, count=len(tokenizer.ranks))
+    return Slots(slots, dense, lengths)
+
+
+def _check_known(out: Path, counts: np.ndarray, slots: Slots, tokenizer: Tokenizer, manifest: dict) -> None:
+    """Every id counted is a token of the tokenizer (or the manifest's eot or bos)."""
+    known = np.zeros(len(slots), dtype=bool)
+    known[np.fromiter(tokenizer.decoder, dtype=np.int64, count=len(tokenizer.decoder))] = True
+    for named in (manifest.get("eot"), manifest.get("bos")):
+        if isinstance(named, dict) and isinstance(named.get("id"), int) and 0 <= named["id"] < len(known):
+            known[named["id"]] = True
+    unknown = np.flatnonzero(counts * ~known)
+    if len(unknown):
+        raise InputError(f"{out}: id {int(unknown[0]):,} occurs {int(counts[unknown[0]]):,} times, and the tokenizer has no "
+                         "such token; the shards are damaged or of another tokenizer")
 
 
 def _written_by_input(out: Path, manifest: dict, shards: list[dict]) -> dict[str, list[int]] | None:
@@ -167,11 +211,12 @@ def _count_of(written: dict, split: str, key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _count_ids(out: Path, manifest: dict, shards: list[dict], limit: int, workers: int, lengths: np.ndarray,
-               inputs: dict[str, list[int]] | None) -> tuple[list[np.ndarray], list[tuple[int, int]]]:
-    """How often each id occurs in each shard (an array of `limit` counts per shard), each shard
-    checked first to be what the manifest says: its dtype, its length, ids below `limit`; and,
-    when inputs says where each input's tokens are, the ordinary tokens and text bytes of each."""
+def _count_ids(out: Path, manifest: dict, shards: list[dict], slots: Slots, workers: int, inputs: dict[str, list[int]] | None
+               ) -> tuple[dict[str, np.ndarray], list[tuple[int, int]], list[tuple[int, int]]]:
+    """How often each id occurs in each split (counts by slot), and the ordinary tokens and text
+    bytes of each shard and, when inputs says where each input's tokens are, of each input. Each
+    shard is checked first to be what the manifest says (its dtype and length), and each block of
+    it to hold only ids of the slots before anything is counted."""
     items: list[tuple] = []
     offsets: dict[str, int] = {}
     for number, shard in enumerate(shards):
@@ -188,17 +233,24 @@ def _count_ids(out: Path, manifest: dict, shards: list[dict], limit: int, worker
             end = min(start + WORK_ITEM, len(ids))
             ranges = _input_ranges(inputs[shard["split"]], offset, start, end) if inputs is not None else []
             items.append((number, shard["file"], start, end, ranges))
-    counts = [np.zeros(limit, dtype=np.int64) for _ in shards]
+    by_split: dict[str, np.ndarray] = {}
+    by_shard = [[0, 0] for _ in shards]
     by_input = [[0, 0] for _ in manifest["inputs"]] if inputs is not None else []
+    ordinary = slots.lengths > 0
     many = sum(s["tokens"] for s in shards) >= WORKERS_FROM
-    found = map_in_order(_count_item, items, workers=workers if many else 1, setup=_Counting,
-                         args=(out, manifest["dtype"], limit, lengths))
-    for (number, *_), (block_counts, per_input) in zip(items, found):
-        counts[number] += block_counts
-        for index, ordinary, text in per_input:
-            by_input[index][0] += ordinary
+    found = map_in_order(_count_item, items, workers=workers if many else 1, setup=_Counting, args=(out, slots))
+    for (number, *_), (counts, per_input) in zip(items, found):
+        split = shards[number]["split"]
+        if split in by_split:
+            by_split[split] += counts
+        else:
+            by_split[split] = counts
+        by_shard[number][0] += int(counts[ordinary].sum())
+        by_shard[number][1] += int(counts @ slots.lengths)
+        for index, n, text in per_input:
+            by_input[index][0] += n
             by_input[index][1] += text
-    return counts, [(ordinary, text) for ordinary, text in by_input]
+    return by_split, [(n, text) for n, text in by_shard], [(n, text) for n, text in by_input]
 
 
 def _input_ranges(tokens: list[int], offset: int, start: int, end: int) -> list[tuple[int, int, int]]:
@@ -214,22 +266,29 @@ def _input_ranges(tokens: list[int], offset: int, start: int, end: int) -> list[
 
 
 def _count_item(state: _Counting, item: tuple) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
-    """The counts of ids in one range of one shard, a block at a time, and for each input's part of
-    it, its ordinary tokens and text bytes; an id at or past the limit is an error that says
-    where, before anything is sized from it."""
+    """The counts (by slot) of the ids in one range of one shard, a block at a time, and for each
+    input's part of it, its ordinary tokens and text bytes. An id of no slot is an error that says
+    where, raised before anything is sized from it."""
     _, file, start, end, ranges = item
     ids = read_shard(state.folder / file)
-    counts = np.zeros(state.limit, dtype=np.int64)
+    slots = state.slots
+    counts = np.zeros(len(slots), dtype=np.int64)
     per_input = {index: [0, 0] for _, _, index in ranges}
-    ordinary = state.lengths > 0
+    ordinary = slots.lengths > 0
     for at in range(start, end, COUNT_BLOCK):
         stop = min(at + COUNT_BLOCK, end)
         block = ids[at:stop]
-        if len(block) and int(block.max()) >= state.limit:
-            where = at + int(np.argmax(block >= state.limit))
-            raise InputError(f"{state.folder / file}: id {int(ids[where]):,} at position {where:,} is outside the vocabulary "
-                             f"(ids 0..{state.limit - 1:,}); the shard is damaged or of another tokenizer")
-        found = np.bincount(block, minlength=state.limit)
+        if slots.dense:
+            too_high = len(block) > 0 and int(block.max()) >= len(slots)  # (max first: the common case needs no mask)
+            bad = np.flatnonzero(block >= len(slots)) if too_high else np.zeros(0, dtype=np.int64)
+            where = block
+        else:  # an id's place among the sorted ids, which must be the id itself
+            where = np.minimum(np.searchsorted(slots.ids, block), len(slots) - 1)
+            bad = np.flatnonzero(slots.ids[where] != block)
+        if len(bad):
+            raise InputError(f"{state.folder / file}: id {int(block[bad[0]]):,} at position {at + int(bad[0]):,} is outside the "
+                             "vocabulary; the shard is damaged or of another tokenizer")
+        found = np.bincount(where, minlength=len(slots))
         counts += found
         for low, high, index in ranges:
             low, high = max(low, at), min(high, stop)
@@ -237,29 +296,12 @@ def _count_item(state: _Counting, item: tuple) -> tuple[np.ndarray, list[tuple[i
                 continue
             if high - low == len(block):  # the whole block: its counts say it
                 per_input[index][0] += int(found[ordinary].sum())
-                per_input[index][1] += int(found @ state.lengths)
+                per_input[index][1] += int(found @ slots.lengths)
             else:
-                part = state.lengths[ids[low:high]]
+                part = slots.lengths[where[low - at : high - at]]
                 per_input[index][0] += int(np.count_nonzero(part))
                 per_input[index][1] += int(part.sum())
     return counts, [(index, n, text) for index, (n, text) in per_input.items()]
-
-
-def _token_lengths(tokenizer: Tokenizer | None, limit: int) -> np.ndarray:
-    """The UTF-8 bytes of each ordinary id's token (0 for special tokens and ids that are none)."""
-    lengths = np.zeros(limit, dtype=np.int64)
-    if tokenizer is not None:
-        ids = np.fromiter(tokenizer.ranks.values(), dtype=np.int64, count=len(tokenizer.ranks))
-        lengths[ids] = np.fromiter(map(len, tokenizer.ranks), dtype=np.int64, count=len(tokenizer.ranks))
-    return lengths
-
-
-def _bytes_per_token(counts: np.ndarray, lengths: np.ndarray, tokenizer: Tokenizer | None) -> float | None:
-    """Text bytes per ordinary token (special tokens such as eot aside); None without the tokenizer."""
-    if tokenizer is None:
-        return None
-    ordinary = int(counts[lengths > 0].sum())
-    return float(counts @ lengths) / ordinary if ordinary else None
 
 
 def _document_lengths(out: Path, shards: list[dict]) -> np.ndarray:
@@ -315,26 +357,31 @@ def _length_figures(documents: dict[str, np.ndarray]) -> dict:
             "buckets": buckets}
 
 
-def _vocabulary_figures(counts: np.ndarray, manifest: dict, tokenizer: Tokenizer | None, top: int) -> dict:
+def _vocabulary_figures(counts: np.ndarray, slots: Slots, manifest: dict, tokenizer: Tokenizer | None, top: int) -> dict:
     """Vocabulary use (ids never seen, rare ids, how many ids cover most tokens), the most
-    frequent ids, and the rank-frequency curve."""
-    if tokenizer is not None:
-        vocabulary = np.fromiter(tokenizer.decoder, dtype=np.int64, count=len(tokenizer.decoder))
+    frequent ids, and the rank-frequency curve; counts are by slot."""
+    if tokenizer is not None:  # the tokenizer's ids (a dense count has slots for ids that are none)
+        ids = np.fromiter(tokenizer.decoder, dtype=np.int64, count=len(tokenizer.decoder))
+        vocabulary = np.sort(ids) if slots.dense else np.searchsorted(slots.ids, np.sort(ids))
     else:  # without the tokenizer, its ids are taken to be 0..vocab_size-1
-        vocabulary = np.arange(min(len(counts), manifest["tokenizer"].get("vocab_size") or len(counts)))
+        size = manifest["tokenizer"].get("vocab_size")
+        vocabulary = np.arange(min(len(slots), size if isinstance(size, int) and size > 0 else len(slots)))
     seen = counts[vocabulary]
     total = int(counts.sum())
     never = vocabulary[seen == 0]
     ordered = np.sort(counts[counts > 0])[::-1]
     covered = np.cumsum(ordered)
     occurrence: list[dict] = [{"from": low, "to": high - 1, "ids": int(np.count_nonzero((seen >= low) & (seen < high)))}
-                  for low, high in zip(OCCURRENCE_BUCKETS, (*OCCURRENCE_BUCKETS[1:], 1 << 62))]
+                              for low, high in zip(OCCURRENCE_BUCKETS, (*OCCURRENCE_BUCKETS[1:], 1 << 62))]
     while len(occurrence) > 2 and occurrence[-1]["ids"] == 0:
         occurrence.pop()
     occurrence[-1]["to"] = None  # the last bucket is open
     by_rank = np.argsort(-counts, kind="stable")
-    frequent = by_rank[:top]
     ranks = np.unique(np.geomspace(1, max(1, len(ordered)), ZIPF_POINTS).astype(np.int64)) if len(ordered) else np.zeros(0, dtype=np.int64)
+
+    def entry(slot: int, with_count: bool = True) -> dict:
+        return _entry(int(slots.ids[slot]), int(counts[slot]) if with_count else None, tokenizer, total)
+
     return {
         "vocabulary": {
             "ids": int(len(vocabulary)),
@@ -345,12 +392,11 @@ def _vocabulary_figures(counts: np.ndarray, manifest: dict, tokenizer: Tokenizer
             "by_occurrences": occurrence,
             "ids_covering": {f"{share:.0%}": int(np.searchsorted(covered, share * total) + 1) if total else 0
                              for share in (0.5, 0.9, 0.99)},
-            "never_seen_first": [_entry(int(i), None, tokenizer) for i in never[:top]],
+            "never_seen_first": [entry(int(slot), with_count=False) for slot in never[:top]],
         },
-        "most_frequent": [_entry(int(i), int(counts[i]), tokenizer, total) for i in frequent if counts[i]],
+        "most_frequent": [entry(int(slot)) for slot in by_rank[:top] if counts[slot]],
         "zipf": [{"rank": int(r), "count": int(ordered[r - 1])} for r in ranks],
-        "at_ranks": [{"rank": r, **_entry(int(by_rank[r - 1]), int(counts[by_rank[r - 1]]), tokenizer, total)}
-                     for r in RANKS_SHOWN if r <= len(ordered)],
+        "at_ranks": [{"rank": r, **entry(int(by_rank[r - 1]))} for r in RANKS_SHOWN if r <= len(ordered)],
     }
 
 
