@@ -785,6 +785,9 @@ def _render_shards(info: dict, with_tokenizer: bool, verify: bool) -> None:
                          title="most frequent tokens" if with_tokenizer else "most frequent ids"))
     if not with_tokenizer:
         console.print("[dim]give the tokenizer (-t TOK) to see tokens, not ids, and bytes per token[/]")
+    elif not info["same_tokenizer_files"]:
+        console.print("[dim]note: the tokenizer given is of the same size, read from other files than the shards were "
+                      "written with[/]")
     if verify:
         console.print("verified: every shard matches its sha256 in the manifest")
 

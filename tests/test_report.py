@@ -307,3 +307,18 @@ def test_an_id_between_the_tokenizers_ids_that_is_no_token_is_an_error(gpt2, tmp
     np.save(tmp_path / "out" / "shard_00000.npy", ids)
     with pytest.raises(InputError, match="id 50,000 occurs 1 times, and the tokenizer has no such token"):
         shard_figures(tmp_path / "out", tokenizer=tok)
+
+
+def test_a_manifest_without_tallies_per_input_still_has_every_other_figure(folder, gpt2, tmp_path):
+    """A folder an older bpecli wrote (or a run resumed from its journal) says nothing per input."""
+    import shutil
+
+    out = tmp_path / "older"
+    shutil.copytree(folder / "out", out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    for entry in manifest["read"]:
+        del entry["written"]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    figures = shard_figures(out, tokenizer=gpt2)
+    assert figures["by_input"] is None and figures["splits"] == shard_figures(folder / "out", tokenizer=gpt2)["splits"]
+    assert "Tokens per input are not recorded" in shards_page(figures, gpt2) and figures["same_tokenizer_files"] is True

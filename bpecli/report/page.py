@@ -170,10 +170,12 @@ def tokenizer_page(figures: dict, tokenizers: dict[str, Tokenizer]) -> str:
             [b for b, _ in lengths[0]], [[c / sides[n]["ordinary_tokens"] for _, c in found] for n, found in zip(names, lengths)],
             label="share of tokens by length in bytes", x_title="token length (bytes)", y_title="share of the vocabulary",
             y_text=lambda v: f"{100 * v:.0f}%", value_text=percent)
-    longest_note = "; ".join(f"{escape(labels[n])}: {max(map(int, sides[name]['byte_lengths']))}" for n, name in enumerate(names))
+    longest_bytes = [max(map(int, sides[name]["byte_lengths"])) for name in names]
+    longest_note = (f"the longest has {longest_bytes[0]} bytes" if len(names) == 1 else
+                    "the longest: " + "; ".join(f"{escape(labels[n])}, {found} bytes" for n, found in enumerate(longest_bytes)))
     sections.append(_grid(
         _section("Kinds of tokens", kind_chart, "Ordinary tokens by what they hold (a leading space aside); log scale."),
-        _section("Token lengths", length_chart, f"Ordinary tokens by their length in bytes. The longest, in bytes: {longest_note}."),
+        _section("Token lengths", length_chart, f"Ordinary tokens by their length in bytes; {longest_note}."),
     ))
     sections.append(_section("Examples of each kind", _table(["kind", "share of the vocabulary", "tokens", "mean bytes",
                                                               "first merged"], kind_rows, {2, 3}), wide=True))
@@ -238,6 +240,11 @@ def _corpus_sections(info: dict, names: list[str], labels: list[str], tokenizers
                         f"{number(len(info['sample']['text']))} characters of {escape(_label(inputs[0]))}, from the start "
                         "of what was read of it; hover a token for its id and to see it wherever it occurs.", wide=True))
     return "".join(out)
+
+
+def _counted(n: int, word: str) -> str:
+    """Example: (1, "shard") -> "1 shard"; (1200, "input") -> "1,200 inputs" """
+    return f"{n:,} {word}" + ("s" if n != 1 else "")
 
 
 def _count(value: float) -> str:
@@ -307,7 +314,7 @@ def shards_page(figures: dict, tokenizer: Tokenizer | None) -> str:
     quantiles = (f"median {number(lengths['median'])}, mean {number(lengths['mean'])}, 90% below {number(lengths['p90'])}, "
                  f"99% below {number(lengths['p99'])}, longest {number(lengths['max'])} tokens") if lengths["documents"] else "no documents"
     sections.append(_grid(
-        _section("Tokens per shard", per_shard, f"{number(len(info['shards']))} shards of up to {short(info['shard_tokens'])} tokens"
+        _section("Tokens per shard", per_shard, f"{_counted(len(info['shards']), 'shard')} of up to {short(info['shard_tokens'])} tokens"
                  if info["shard_tokens"] < 2**62 else "one file per split"),
         _section("Document lengths", length_chart, "From the document indexes, eot included; each column from its length "
                  "up to the next one's: " + quantiles + "."),
@@ -329,17 +336,21 @@ def shards_page(figures: dict, tokenizer: Tokenizer | None) -> str:
         _section("Vocabulary use", use_chart, f"{number(vocabulary['never_seen'])} of {number(vocabulary['ids'])} ids never occur, "
                  f"{number(vocabulary['rare'])} occur fewer than {vocabulary['rare_below']} times; {cover}."),
     ))
-    frequent = _table(["rank", "token", "id", "count", "share"], [
-        [str(n + 1), _chip_of(tokenizer, t["id"]), str(t["id"]), number(t["count"]), _share_bar(t["share"] / info["most_frequent"][0]["share"])
-         + f' <span class="muted">{percent(t["share"])}</span>'] for n, t in enumerate(info["most_frequent"])], {0, 2, 3})
-    sections.append(_grid(_section("Most frequent tokens", frequent), _inputs_section(info)))
+    token_column = ["token"] if tokenizer is not None else []
+    frequent = _table(["rank", *token_column, "id", "count", "share"], [
+        [str(n + 1), *([_chip_of(tokenizer, t["id"])] if token_column else []), str(t["id"]), number(t["count"]),
+         _share_bar(t["share"] / info["most_frequent"][0]["share"]) + f' <span class="muted">{percent(t["share"])}</span>']
+        for n, t in enumerate(info["most_frequent"])], {0, 1 + len(token_column), 2 + len(token_column)})
+    sections.append(_grid(_section("Most frequent tokens" if token_column else "Most frequent ids", frequent), _inputs_section(info)))
     shard_rows = [[escape(s["file"]), escape(s["split"]), number(s["tokens"]), number(s["documents"]),
                    number(s["bytes_per_token"]) if s["bytes_per_token"] is not None else "–", f'<code>{escape(s["sha256"][:16])}</code>']
                   for s in info["shards"]]
-    details = (f'<details{" open" if len(shard_rows) <= 12 else ""}><summary>{number(len(shard_rows))} shards</summary>'
+    details = (f'<details{" open" if len(shard_rows) <= 12 else ""}><summary>{_counted(len(shard_rows), "shard")}</summary>'
                + _table(["file", "split", "tokens", "documents", "bytes per token", "sha256"], shard_rows, {2, 3, 4}) + "</details>")
     sections.append(_section("Files", details, wide=True))
-    tok_note = "" if tokenizer is not None else " · ids only: give the tokenizer (-t) to see tokens and bytes per token"
+    tok_note = (" · ids only: give the tokenizer (-t) to see tokens and bytes per token" if tokenizer is None else
+                "" if info["same_tokenizer_files"] else " · the tokenizer given is of the same size, read from other files "
+                "than the shards were written with")
     eot = info.get("eot") or {}
     subtitle = (f"{escape(info['folder'])} · {escape(info['dtype'])} {escape(info['shard_format'])} shards"
                 + (f" · eot {escape(str(eot.get('token') or eot.get('id')))}" if eot else "") + escape(tok_note))
@@ -361,7 +372,7 @@ def _inputs_section(info: dict) -> str:
                   value_text=number if measured else _count)
     rows = [[escape(i["input"]), number(i["input_bytes"]) if isinstance(i["input_bytes"], int) else "–", number(i["tokens"]),
              number(i["documents"]), number(i["bytes_per_token"]) if i["bytes_per_token"] is not None else "–"] for i in by_input]
-    table = (f'<details{" open" if len(rows) <= 8 else ""}><summary>{number(len(rows))} inputs</summary>'
+    table = (f'<details{" open" if len(rows) <= 8 else ""}><summary>{_counted(len(rows), "input")}</summary>'
              + _table(["input", "bytes", "tokens", "documents", "bytes per token"], rows, {1, 2, 3, 4}) + "</details>")
     note = ("UTF-8 bytes of text per token (eot aside), by input" if measured
             else "Tokens by input; give the tokenizer (-t) for bytes per token")
@@ -395,11 +406,14 @@ def _shard_columns(shards: list[dict], split_names: list[str]) -> str:
 
 
 def _occurrence_label(bucket: dict) -> str:
+    """Example: {"from": 10, "to": 99} -> "10–99 times"; {"from": 1000, "to": 9999} -> "1k–10k times" """
     if bucket["to"] is None:
         return f"{short(bucket['from'])} or more"
     if bucket["from"] == bucket["to"]:
         return "never" if bucket["from"] == 0 else f"{bucket['from']} time"
-    return f"{short(bucket['from'])}–{short(bucket['to'])} times"
+    if bucket["to"] < 1000:
+        return f"{bucket['from']}–{bucket['to']} times"
+    return f"{short(bucket['from'])}–{short(bucket['to'] + 1)} times"
 
 
 _CSS = """

@@ -77,6 +77,9 @@ def shard_figures(folder: str | Path, *, tokenizer: Tokenizer | None = None, top
                                         "val_fraction")},
         "shard_format": manifest.get("shard_format", "npy"),
         "tokenizer": manifest["tokenizer"],
+        # the tokenizer given was read from the very files the shards were written with (the same
+        # tokenizer read from another of its formats has another fingerprint)
+        "same_tokenizer_files": tokenizer.fingerprint == manifest["tokenizer"].get("fingerprint") if tokenizer else None,
         "shards": [{**{k: s[k] for k in ("file", "split", "tokens", "documents", "sha256")},
                     "bytes_per_token": _per_token(text, ordinary, measured)} for s, (ordinary, text) in zip(shards, by_shard)],
     }

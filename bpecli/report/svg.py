@@ -31,7 +31,8 @@ def number(value: float) -> str:
 
 
 def short(value: float) -> str:
-    """An axis label: 1500 -> "1.5k"; 2000000 -> "2M"; 0.5 -> "0.5" """
+    """An axis label: 1500 -> "1.5k"; 2000000 -> "2M"; 999999 -> "1M"; 0.5 -> "0.5" """
+    value = float(f"{value:.3g}")  # (rounded first: 999,999 is 1M, not 1e+03k)
     for size, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= size:
             return f"{value / size:.3g}{unit}"
@@ -85,7 +86,8 @@ def hbars(labels: Sequence[str], series: Sequence[Sequence[float]], *, label: st
     its value written after it; on a log scale from 1 when log."""
     row_height = 6 + 16 * len(series)
     height = row_height * len(labels) + 22
-    room = width - label_width - 70
+    longest = max((len(value_text(v)) for values in series for v in values), default=4)
+    room = width - label_width - 12 - 6.5 * longest  # the widest value fits after the longest bar
     top = max((v for values in series for v in values), default=0) or 1
     scale = (lambda v: room * math.log10(max(v, 1)) / math.log10(max(top, 10))) if log else (lambda v: room * v / top)
     body = []
