@@ -37,9 +37,14 @@ def write_report(path: str | Path, html: str) -> Path:
         with open(temporary, "w", encoding="utf-8") as f:
             f.write(html)
         os.replace(temporary, path)
-    except OSError as e:
-        temporary.unlink(missing_ok=True)
-        raise OutputError(f"cannot write --report {path} ({e.strerror or e}); name a file in a folder you can write to") from None
+    except BaseException as e:  # a full disk, Ctrl-C: no half-written page stays behind
+        try:
+            temporary.unlink(missing_ok=True)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise OutputError(f"cannot write --report {path} ({e.strerror or e}); name a file in a folder you can write to") from None
+        raise
     return path
 
 
@@ -68,7 +73,8 @@ def _coloured(tok: Tokenizer, ids: list[int]) -> str:
     out = []
     for n, token_id in enumerate(ids):
         token = tok.decoder[token_id]
-        body = chip(token, token_id=token_id, special=token_id in tok.special_ids)
+        special = tok.special_ids.get(token_id)
+        body = chip(token if special is None else special, token_id=token_id, special=special is not None)
         out.append(body.replace('class="tok', f'data-id="{token_id}" class="c{n % 5} tok', 1))
         out.append("<br>" * min(2, token.count(b"\n")))
     return "".join(out)
