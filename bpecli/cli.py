@@ -491,37 +491,51 @@ def inspect(
     target: Annotated[Path, typer.Argument(help="A tokenizer (any format encode takes) or a shard folder.")],
     text: Annotated[Optional[str], typer.Option(help="Show how this text splits; - reads stdin.")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Shard folder: re-hash every shard against the manifest.")] = False,
-    compare: Annotated[Optional[Path], typer.Option(help="A second tokenizer to set beside this one on --corpus.")] = None,
-    corpus: Annotated[Optional[str], typer.Option(help="Text file for bytes per token (with --compare or alone).")] = None,
+    compare: Annotated[Optional[list[Path]], typer.Option(help="Another tokenizer to set beside this one (repeatable); on --corpus too.")] = None,
+    corpus: Annotated[Optional[list[str]], typer.Option(help="Text, .jsonl or .parquet to measure bytes per token on (repeatable; large ones are sampled).")] = None,
+    report: Annotated[Optional[Path], typer.Option(help="Write the figures as one self-contained HTML page to this file.")] = None,
+    shard_tokenizer: Annotated[Optional[Path], typer.Option("--tokenizer", "-t", help="Shard folder: the tokenizer it was encoded with, to show tokens, not ids, and bytes per token.")] = None,
     as_json: JsonOption = False,
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,
 ) -> None:
-    """Show a tokenizer, how a text splits into tokens, or a shard folder."""
+    """Show a tokenizer (beside others with --compare, on a --corpus), how a text splits into
+    tokens, or a shard folder; --report draws the same figures in an HTML page."""
     from .shards import JOURNAL, MANIFEST
 
     if target.is_dir() and ((target / MANIFEST).exists() or (target / JOURNAL).exists()):
-        return _inspect_shards(target, verify, as_json)
+        for given, option in ((text, "--text"), (compare, "--compare"), (corpus, "--corpus")):
+            if given:
+                raise typer.BadParameter(f"{option} is for a tokenizer; {target} is a shard folder")
+        tok = _load_tokenizer(shard_tokenizer, pattern, special_ids) if shard_tokenizer else None
+        return _inspect_shards(target, tok, verify, as_json, report)
+    if shard_tokenizer:
+        raise typer.BadParameter(f"--tokenizer is for a shard folder; {target} is the tokenizer itself")
+    if verify:
+        raise typer.BadParameter(f"--verify is for a shard folder; {target} is not one")
     tok = _load_tokenizer(target, pattern, special_ids)
     if text is not None:
+        if report or compare or corpus:
+            raise typer.BadParameter("--text shows one text; --report, --compare and --corpus describe the tokenizer")
         from .corpus import read_text
 
         return _inspect_text(tok, read_text("-") if text == "-" else text, as_json)
-    from .tokenizer import describe
+    from .report import tokenizer_figures
 
-    info = describe(tok)
-    if corpus:
-        from .corpus import read_text
+    others = {str(path): _load_tokenizer(path, None, None) for path in dict.fromkeys(compare or []) if str(path) != str(target)}
+    figures = tokenizer_figures(tok, name=str(target), corpora=corpus or [], compare=others)
+    if report:
+        from .report import tokenizer_page, write_report
 
-        sample = read_text(corpus)
-        sides = {str(target): tok}
-        if compare:
-            sides[str(compare)] = _load_tokenizer(compare, None, None)
-        n_bytes = len(sample.encode("utf-8"))
-        info["bytes_per_token"] = {name: n_bytes / max(1, len(t.encode(sample, allowed_special="all"))) for name, t in sides.items()}
+        _wrote(write_report(report, tokenizer_page(figures, {str(target): tok, **others})))
     if as_json:
-        return _print_json(info)
-    _render_tokenizer(info)
+        return _print_json(figures)
+    if not report:
+        _render_tokenizer(figures)
+
+
+def _wrote(path: Path) -> None:
+    typer.echo(f"wrote {path} ({path.stat().st_size / 1e3:,.0f} kB)", err=True)
 
 
 def _print_json(document) -> None:
@@ -550,7 +564,55 @@ def _table(columns: list[str], rows, title: str | None = None):
     return table
 
 
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def _bar(value: float, top: float, width: int, log: bool = False) -> str:
+    """A bar of block characters, in eighths of a column: value's share of top (log10 scale if log)."""
+    import math
+
+    if log:
+        value, top = math.log10(max(value, 1)) + (value > 0), math.log10(max(top, 1)) + 1
+    eighths = round(8 * width * value / top) if top > 0 else 0
+    eighths = max(eighths, 1 if value > 0 else 0)
+    return ("█" * (eighths // 8) + _EIGHTHS[eighths % 8]).rstrip()
+
+
+def _bars(title: str, rows: list[tuple[str, float, str]], *, log: bool = False, width: int = 30, colour: str = "cyan"):
+    """A bucketed bar chart as a rich table: a label, a bar, and the value as text, per row."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title, title_justify="left", box=None, show_header=False, padding=(0, 1), pad_edge=False)
+    table.add_column(justify="right", max_width=22, no_wrap=True, overflow="ellipsis")
+    table.add_column(width=width, no_wrap=True)
+    table.add_column(justify="right", no_wrap=True)
+    top = max((value for _, value, _ in rows), default=0)
+    for label, value, shown in rows:
+        table.add_row(label, Text(_bar(value, top, width, log), style=colour), shown)
+    return table
+
+
+# What render_token writes for what would not show: visible spaces and escapes, dimmed on a terminal.
+_MARKERS = r"(\u2423+|(?:\\(?:[ntr]|x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}))+)"
+
+
+def _token(rendered: str) -> Any:
+    """A rendered token (tokenizer.render_token) for the terminal, its markers dimmed."""
+    import re
+
+    from rich.text import Text
+
+    text = Text()
+    for n, run in enumerate(re.split(_MARKERS, rendered)):
+        if run:
+            text.append(run, style="dim" if n % 2 else "")
+    return text
+
+
 def _render_tokenizer(info: dict) -> None:
+    from .report.svg import number, percent
+
     console = _console()
     console.print(f"[bold]vocab size[/] {info['vocab_size']:,}  ({info['ordinary_tokens']:,} ordinary, "
                   f"{info['merges']:,} merges, {len(info['special_tokens'])} special)")
@@ -560,24 +622,86 @@ def _render_tokenizer(info: dict) -> None:
         console.print(f"[bold]normalize[/] {', '.join(info['normalize'])}", markup=True)
     for token, rank in info["special_tokens"].items():
         console.print(f"[bold]special[/] {token} = {rank}", markup=True)
-    rows = [(str(r["id"]), str(r["bytes"]), repr(r["token"])) for r in info["longest_tokens"]]
+    console.print()
+    console.print(_bars("kinds of tokens (log scale)", [(k["kind"], k["tokens"], f"{k['tokens']:,} {percent(k['share']):>6}")
+                                                        for k in info["kinds"]], log=True))
+    console.print()
+    from .report.page import length_buckets
+
+    console.print(_bars("tokens by length in bytes", [(label, count, f"{int(count):,}") for label, count in length_buckets(info["byte_lengths"])]))
+    console.print()
+    rows = [(str(r["id"]), str(r["bytes"]), _token(r["token"])) for r in info["longest_tokens"]]
     console.print(_table([">id", ">bytes", "token"], rows, title="longest tokens"))
-    most = max(info["byte_lengths"].values())
-    console.print("[bold]tokens by byte length[/]")
-    for length, count in info["byte_lengths"].items():
-        console.print(f"{length:>4} {count:>7,} " + "#" * max(1, round(50 * count / most)), markup=False)
     for title in ("first_merges", "last_merges"):
-        merges = "  ".join(f"{a!r}+{b!r}" for a, b in info[title][:5])
-        console.print(f"[bold]{title.replace('_', ' ')}[/] {merges}", overflow="fold")
-    for name, value in info.get("bytes_per_token", {}).items():
-        console.print(f"[bold]bytes per token[/] {value:.3f}  {name}", overflow="fold")
+        line = _token("")
+        for merge in info[title][:6]:
+            line.append("  ")
+            line.append_text(_token(merge["left"]))
+            line.append("+", style="dim")
+            line.append_text(_token(merge["right"]))
+        console.print(_titled(title.replace("_", " "), line), overflow="ellipsis", no_wrap=True)
+    if "bytes_per_token" not in info:
+        return
+    names = list(info["tokenizers"])
+    short_names = _short_names(names)
+    console.print()
+    inputs = [c["input"] for c in info["corpus"]]
+    sampled = sum(c["sample_bytes"] for c in info["corpus"])
+    bars = [(short_names[n], info["bytes_per_token"][name], f"{info['bytes_per_token'][name]:.3f}") for n, name in enumerate(names)]
+    console.print(_bars(f"bytes per token on {len(inputs)} input{'s' * (len(inputs) > 1)} ({sampled / 1e6:.1f} MB of text)", bars))
+    if len(inputs) > 1:
+        by_input = info["bytes_per_token_by_input"]
+        console.print(_table(["input"] + [">" + n for n in short_names],
+                             [[Path(i).name] + [f"{by_input[name][i]:.3f}" for name in names] for i in inputs],
+                             title="bytes per token by input"))
+    console.print()
+    growth = info["growth"]
+    sizes = sorted({p["vocab_size"] for name in names for p in growth[name]})
+    table = _table([">vocab size"] + [">" + n for n in short_names], [
+        [f"{size:,}"] + [next((f"{p['bytes_per_token']:.3f}" for p in growth[name] if p["vocab_size"] == size), "") for name in names]
+        for size in sizes], title="bytes per token as the vocabulary grows (first merges only)")
+    console.print(table)
+    words = info["words"]
+    console.print(f"[bold]common words[/] of the {words['words']:,} most common: " + "; ".join(
+        f"{short_names[n]} keeps {words['whole'][name]:,} whole" for n, name in enumerate(names)), overflow="fold")
+    if len(names) > 1 and words["examples"]:
+        words_rows = [[_token(e["word"]), number(e["count"])] + [_joined(e["tokens"][name]) for name in names]
+                      for e in words["examples"][:8]]
+        console.print(_table(["word", ">count"] + short_names, words_rows, title=f"{words['split_differently']:,} of them split differently"))
+
+
+def _titled(title: str, line):
+    from rich.text import Text
+
+    out = Text(title, style="bold")
+    out.append_text(line)
+    return out
+
+
+def _joined(tokens: list[str]):
+    from rich.text import Text
+
+    out = Text()
+    for n, token in enumerate(tokens):
+        if n:
+            out.append("|", style="dim")
+        out.append_text(_token(token))
+    return out
+
+
+def _short_names(names: list[str]) -> list[str]:
+    """Tokenizer paths as column titles: the file name, with its folder when names collide."""
+    short = [Path(n).name for n in names]
+    if len(set(short)) < len(short):
+        short = [str(Path(Path(n).parent.name) / Path(n).name) for n in names]
+    return short
 
 
 def _inspect_text(tok, text: str, as_json: bool) -> None:
     from .tokenizer import render_token
 
     ids = tok.encode(text, allowed_special="all")
-    tokens = [render_token(tok.decoder[i]) for i in ids]
+    tokens = [tok.special_ids[i] if i in tok.special_ids else render_token(tok.decoder[i]) for i in ids]
     if as_json:
         return _print_json({"count": len(ids), "ids": ids, "tokens": tokens})
     if not sys.stdout.isatty():
@@ -595,28 +719,86 @@ def _inspect_text(tok, text: str, as_json: bool) -> None:
     console.print(f"{len(ids)} tokens")
 
 
-def _inspect_shards(folder: Path, verify: bool, as_json: bool) -> None:
-    from .shards import describe_shards, verify as verify_shards
+def _inspect_shards(folder: Path, tok, verify: bool, as_json: bool, report: Path | None) -> None:
+    from .report import shard_figures
+    from .shards import verify as verify_shards
 
-    info = describe_shards(folder)
     if verify:
         problems = verify_shards(folder)
-        info["verified"] = not problems
         if problems:
             raise BpecliError(f"{folder}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    info = shard_figures(folder, tokenizer=tok, workers=_cpus())
+    if verify:
+        info["verified"] = True
+    if report:
+        from .report import shards_page, write_report
+
+        _wrote(write_report(report, shards_page(info, tok)))
     if as_json:
         return _print_json(info)
+    if report:
+        return
+    _render_shards(info, tok is not None, verify)
+
+
+def _render_shards(info: dict, with_tokenizer: bool, verify: bool) -> None:
+    from .report.svg import number, percent
     from .shards import UNBOUNDED
 
     console = _console()
     console.print(f"[bold]{info['total_tokens']:,}[/] tokens, [bold]{info['total_documents']:,}[/] documents, "
-                  f"{info['dtype']}, {len(info['shards'])} shards"
+                  f"{info['dtype']}, {len(info['shards'])} shard{'s' * (len(info['shards']) != 1)}"
                   + (f" of up to {info['shard_tokens']:,} tokens" if info["shard_tokens"] < UNBOUNDED else ", one per split"))
-    rows = [(s["file"], f"{s['tokens']:,}", f"{s['documents']:,}", s["sha256"][:16]) for s in info["shards"]]
-    console.print(_table(["file", ">tokens", ">documents", "sha256"], rows))
-    console.print("[bold]most frequent ids[/] " + "  ".join(f"{t['id']}×{t['count']:,}" for t in info["most_frequent"]), overflow="fold")
+    splits = info["splits"]
+    rows = [(name, f"{s['tokens']:,}", percent(s["tokens"] / info["total_tokens"]) if info["total_tokens"] else "-",
+             f"{s['documents']:,}", f"{s['shards']:,}", number(s["bytes_per_token"]) if s["bytes_per_token"] else "-")
+            for name, s in splits.items()]
+    console.print(_table(["split", ">tokens", ">share", ">documents", ">shards", ">bytes/token"], rows))
+    shards = info["shards"]
+    if len(shards) <= 16:
+        console.print(_bars("tokens per shard", [(s["file"], s["tokens"], f"{s['tokens']:,}") for s in shards]))
+    else:
+        sizes = sorted(s["tokens"] for s in shards)
+        console.print(f"[bold]tokens per shard[/] {len(shards):,} shards: smallest {sizes[0]:,}, median "
+                      f"{sizes[len(sizes) // 2]:,}, largest {sizes[-1]:,}")
+    lengths = info["document_lengths"]
+    if lengths["documents"]:
+        console.print()
+        console.print(_bars("documents by length in tokens (eot included)",
+                            [(_bucket(b), sum(b["documents"].values()), f"{sum(b['documents'].values()):,}") for b in lengths["buckets"]]))
+        console.print(f"median {number(lengths['median'])}, mean {number(lengths['mean'])}, 90% below {number(lengths['p90'])}, "
+                      f"99% below {number(lengths['p99'])}, longest {lengths['max']:,} tokens")
+    vocabulary = info["vocabulary"]
+    console.print()
+    console.print(f"[bold]vocabulary[/] {vocabulary['seen']:,} of {vocabulary['ids']:,} ids occur; {vocabulary['never_seen']:,} never, "
+                  f"{vocabulary['rare']:,} fewer than {vocabulary['rare_below']} times", overflow="fold")
+    covering = vocabulary["ids_covering"]
+    console.print(f"ids that make {' / '.join(covering)} of the tokens: {' / '.join(f'{n:,}' for n in covering.values())}")
+    if info["bytes_per_token"] is not None:
+        console.print(f"[bold]bytes per token[/] {info['bytes_per_token']:.3f} ({info['text_bytes'] / 1e6:,.1f} MB of text)")
+    by_input = info["by_input"]
+    if by_input and len(by_input) > 1:
+        measured = all(i["bytes_per_token"] is not None for i in by_input)
+        console.print(_bars("bytes per token by input" if measured else "tokens by input",
+                            [(Path(i["input"]).name, i["bytes_per_token"] if measured else i["tokens"],
+                              f"{i['bytes_per_token']:.3f}" if measured else f"{i['tokens']:,}") for i in by_input[:12]]))
+        if len(by_input) > 12:
+            console.print(f"... and {len(by_input) - 12:,} more inputs (--json lists them)")
+    rows = [(str(n + 1), str(t["id"]), *([_token(t["token"])] if with_tokenizer else []), f"{t['count']:,}", percent(t["share"]))
+            for n, t in enumerate(info["most_frequent"][:10])]
+    console.print(_table([">rank", ">id", *(["token"] if with_tokenizer else []), ">count", ">share"], rows,
+                         title="most frequent tokens" if with_tokenizer else "most frequent ids"))
+    if not with_tokenizer:
+        console.print("[dim]give the tokenizer (-t TOK) to see tokens, not ids, and bytes per token[/]")
+    elif not info["same_tokenizer_files"]:
+        console.print("[dim]note: the tokenizer given is of the same size, read from other files than the shards were "
+                      "written with[/]")
     if verify:
         console.print("verified: every shard matches its sha256 in the manifest")
+
+
+def _bucket(bucket: dict) -> str:
+    return f"{bucket['from']:,}" if bucket["from"] == bucket["to"] else f"{bucket['from']:,}-{bucket['to']:,}"
 
 
 @command

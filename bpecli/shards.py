@@ -255,6 +255,7 @@ def write_shards(
                     writer.read(index, part.label, digest)
                     for split, (ids, doc_ends) in zip(writer.splits, encoded):
                         writer.write(split, ids, doc_ends, index)
+                        writer.tally(index, split, len(ids), len(doc_ends))
                     n_bytes += part_bytes
                     if bar is not None:
                         bar.update(part.weight)
@@ -377,7 +378,18 @@ def _prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
                 break
             kept.append(shard)
     _clear(out, keep={name for shard in kept for name in (shard["file"], shard.get("index"))})
-    return [dict(shard, parts=recorded) for shard in kept]
+    return [dict(shard, parts=recorded, written=_checked_written(journal.get("written"))) for shard in kept]
+
+
+def _checked_written(value) -> list:
+    """A journal's tallies of what each part gave each split ([None] where unknown): a list of
+    {split: [tokens, documents]}; anything else is no tallies at all (the manifest then says none)."""
+    def valid(entry) -> bool:
+        return entry is None or isinstance(entry, dict) and all(
+            isinstance(split, str) and isinstance(pair, list) and len(pair) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in pair) for split, pair in entry.items())
+
+    return value if isinstance(value, list) and all(map(valid, value)) else []
 
 
 def _written_by_bpecli(path: Path) -> bool:
@@ -518,7 +530,10 @@ class _ShardWriter:
         self.format = settings.get("shard_format", "npy")
         self.full_header = _header(self.format, settings["dtype"], self.shard_tokens)  # a full shard's
         self.recorded = kept[-1]["parts"] if kept else []  # the part checksums of the run resumed
-        self.shards = [{k: v for k, v in shard.items() if k != "parts"} for shard in kept]
+        # what each part gave each split ({split: [tokens, documents]}, by part number): from the run
+        # resumed, then as parts are encoded
+        self.part_written: list = list(kept[-1]["written"]) if kept else []
+        self.shards = [{k: v for k, v in shard.items() if k not in ("parts", "written")} for shard in kept]
         self.splits = splits
         self.streams = {split: _Stream(split, []) for split in splits}
         for shard in self.shards:
@@ -573,6 +588,26 @@ class _ShardWriter:
             if stream.count == self.shard_tokens:
                 self._close(stream, *((part, position) if position < len(ids) else (part + 1, 0)))
 
+    def tally(self, part: int, split: str, tokens: int, documents: int) -> None:
+        """Record what part number `part` gave a split, for the manifest's "read" entries."""
+        self.part_written += [None] * (part + 1 - len(self.part_written))
+        self.part_written[part] = {**(self.part_written[part] or {}), split: [tokens, documents]}
+
+    def _written(self, label: str) -> dict | None:
+        """What the parts of an input gave each split, or None if a part's tally is unknown (a run
+        resumed from the journal of an older bpecli)."""
+        total: dict[str, dict[str, int]] = {split: {"tokens": 0, "documents": 0} for split in self.splits}
+        for index, (name, _) in enumerate(self.parts):
+            if name != label:
+                continue
+            found = self.part_written[index] if index < len(self.part_written) else None
+            if found is None or set(found) != set(self.splits):
+                return None
+            for split, (tokens, documents) in found.items():
+                total[split]["tokens"] += tokens
+                total[split]["documents"] += documents
+        return total
+
     def finish(self, inputs: list[tuple[str, str]]) -> dict:
         """Close the last shard of each stream and write manifest.json; the journal goes."""
         for stream in self.streams.values():
@@ -584,6 +619,9 @@ class _ShardWriter:
         for _, label in inputs:  # what was read of each input: the sha256 of its parts' sha256s
             digests = [digest for name, digest in self.parts if name == label]
             read.append({"path": label, "parts": len(digests), "sha256": hashlib.sha256("".join(digests).encode()).hexdigest()})
+            written = self._written(label)
+            if written is not None:  # what the input gave each split
+                read[-1]["written"] = written
         shards = [s for split in self.splits for s in self.streams[split].shards]
         manifest = {
             **self.settings,
@@ -657,7 +695,8 @@ class _ShardWriter:
 
     def _write_journal(self) -> None:
         digests = [digest for _, digest in self.parts] or self.recorded
-        _write_json_atomically({"settings": self.settings, "shards": self.shards, "parts": digests}, self.out / JOURNAL)
+        _write_json_atomically({"settings": self.settings, "shards": self.shards, "parts": digests,
+                                "written": self.part_written[: len(digests)]}, self.out / JOURNAL)
         self.journaled, self.journaled_at = len(self.shards), time.monotonic()
 
     def _guarded(self, action, *args):
@@ -777,28 +816,3 @@ def verify(out_dir: str | Path) -> list[str]:
         if now != before:
             problems.append(f"input {path} changed since these shards were written from it; encode again with --force")
     return problems
-
-
-def describe_shards(out_dir: str | Path, top: int = 10) -> dict:
-    """What `bpecli inspect DIR` shows: the manifest's totals and shards, and the most frequent
-    token ids (counted over every shard)."""
-    out = Path(out_dir)
-    if not (out / MANIFEST).is_file():
-        hint = " (an unfinished run: rerun the encode command to finish it)" if (out / JOURNAL).exists() else ""
-        raise InputError(f"{out}: no {MANIFEST} here{hint}")
-    manifest = read_manifest(out / MANIFEST)
-    counts = np.zeros(0, dtype=np.int64)
-    for shard in manifest["shards"]:
-        found = np.bincount(read_shard(out / shard["file"]))
-        if len(found) > len(counts):
-            found[: len(counts)] += counts
-            counts = found
-        else:
-            counts[: len(found)] += found
-    frequent = np.argsort(-counts, kind="stable")[:top]
-    return {
-        **{k: manifest.get(k) for k in ("total_tokens", "total_documents", "dtype", "shard_tokens", "eot", "inputs")},
-        "tokenizer": manifest["tokenizer"],
-        "shards": manifest["shards"],
-        "most_frequent": [{"id": int(i), "count": int(counts[i])} for i in frequent if counts[i]],
-    }

@@ -525,38 +525,91 @@ def _all_space(token: bytes) -> bool:
     return all(byte in b" \n\t" for byte in token)
 
 
-def render_token(token: bytes) -> str:
-    """A token as people can read it: control characters escaped, bytes that are not valid
-    UTF-8 shown as \\xNN.
+# How a space shows in a rendered token: visible, so that " the" and "the " differ on screen.
+VISIBLE_SPACE = "\u2423"  # ␣
+_SHORT_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
-    Example: b"\\n\\xe2\\x82" -> "\\\\n\\\\xe2\\\\x82"
+
+def token_parts(token: bytes) -> list[tuple[str, bool]]:
+    """A token as people can read it, in runs of (text, is_marker): a marker stands for what
+    would not show, a space (␣), a control or other invisible character (\\n, \\u200b), or a
+    byte that is not valid UTF-8 on its own (\\xe2). A page or a terminal may dim the markers.
+
+    Example: b" a\\n\\xe2" -> [("␣", True), ("a", False), ("\\\\n\\\\xe2", True)]
     """
     import unicodedata
 
-    text = token.decode("utf-8", errors="backslashreplace")
-    return "".join(
-        char.encode("unicode_escape").decode("ascii") if unicodedata.category(char)[0] == "C" else char for char in text
-    )
+    parts: list[tuple[str, bool]] = []
+    for char in token.decode("utf-8", errors="surrogateescape"):
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte surrogateescape kept aside: not UTF-8 on its own
+            shown, marker = f"\\x{code - 0xDC00:02x}", True
+        elif char == " ":
+            shown, marker = VISIBLE_SPACE, True
+        elif unicodedata.category(char)[0] in "CZ":  # controls, format characters, other spaces
+            shown, marker = _SHORT_ESCAPES.get(char) or _escape(code), True
+        else:
+            shown, marker = char, False
+        if parts and parts[-1][1] == marker:
+            parts[-1] = (parts[-1][0] + shown, marker)
+        else:
+            parts.append((shown, marker))
+    return parts
+
+
+def _escape(code: int) -> str:
+    """An invisible character's escape: \\xNN for ASCII only, so it never reads as a stray byte."""
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def render_token(token: bytes) -> str:
+    """A token as people can read it (see token_parts), the one way bpecli shows a token.
+
+    Example: b" hi\\n" -> "␣hi\\\\n"; b"\\xe2\\x82" -> "\\\\xe2\\\\x82"
+    """
+    return "".join(text for text, _ in token_parts(token))
 
 
 def describe(tok: Tokenizer, top: int = 10) -> dict:
-    """What `bpecli inspect TOK` shows: sizes, special tokens, pattern, the longest tokens, how
-    many tokens have each byte length, and the first and last merges."""
+    """What a tokenizer is, for `bpecli inspect TOK` and its report: sizes, special tokens,
+    pattern, the longest tokens, how many tokens have each byte length, and the first and last
+    merges (each as the id it makes and the two tokens it joins)."""
     from collections import Counter
 
     from .pretokenize import PATTERNS
 
     longest = sorted(tok.ranks.items(), key=lambda item: (-len(item[0]), item[1]))[:top]
-    merges = tok.merges
+    # every token longer than a byte is one merge; only the first and last few are recovered (all
+    # of them take seconds for a 100k vocabulary read from ranks alone)
+    if tok.trained_merges:
+        n_merges, first, last = len(tok.trained_merges), tok.trained_merges[:top], tok.trained_merges[len(tok.trained_merges) - top :]
+    else:
+        longer = sorted((rank, token) for token, rank in tok.ranks.items() if len(token) > 1)
+        n_merges = len(longer)
+        first, last = (tuple(_merge_of(tok, token, rank) for rank, token in part)
+                       for part in (longer[:top], longer[len(longer) - top :] if top else []))
+
+    def merge(a: bytes, b: bytes) -> dict:
+        return {"id": tok.ranks[a + b], "left": render_token(a), "right": render_token(b),
+                "left_id": tok.ranks[a], "right_id": tok.ranks[b]}
+
     return {
         "vocab_size": tok.vocab_size,
         "ordinary_tokens": len(tok.ranks),
-        "merges": len(merges),
+        "merges": n_merges,
         "special_tokens": dict(sorted(tok.special_tokens.items(), key=lambda item: item[1])),
         "pattern": next((name for name, p in PATTERNS.items() if p == tok.pattern), tok.pattern),
         "normalize": list(tok.normalize),
         "longest_tokens": [{"id": rank, "token": render_token(token), "bytes": len(token)} for token, rank in longest],
         "byte_lengths": dict(sorted(Counter(len(token) for token in tok.ranks).items())),
-        "first_merges": [[render_token(a), render_token(b)] for a, b in merges[:top]],
-        "last_merges": [[render_token(a), render_token(b)] for a, b in merges[-top:]],
+        "first_merges": [merge(a, b) for a, b in first],
+        "last_merges": [merge(a, b) for a, b in last],
     }
+
+
+def _merge_of(tok: Tokenizer, token: bytes, rank: int) -> tuple[bytes, bytes]:
+    """The two tokens a merge joined: BPE of the token's bytes with the ranks below its own."""
+    parts = merge_parts(token, tok.ranks, max_rank=rank)
+    if len(parts) != 2:
+        raise BpecliError(f"token {token!r} (id {rank}) is not the merge of two tokens")
+    return parts[0], parts[1]

@@ -14,6 +14,8 @@
     python tests/benchmarks.py train-sizes [--repeat 3] [--vocabs 50000,100000,200000] [--peers rustbpe,gigatoken]
                                                                      # training at large vocabularies
     python tests/benchmarks.py gigatoken [--repeat 3] [--vocab 10000]   # train and encode --out vs gigatoken
+    python tests/benchmarks.py report [--repeat 3] [--tokens 1000000000]  # `bpecli inspect DIR --report` on a folder
+                                                                     # of synthetic ids (GPT-2's vocabulary)
 
 Each job runs in a fresh process, several times; the median wall time, the ratio bpecli / peer,
 and the peak memory summed over the job's processes (PSS: a page shared by forked workers counts
@@ -329,6 +331,77 @@ def pathological_corpora() -> dict[str, str]:
     return {"'a' * 20 MB": str(one_letter), "20 MB without spaces": str(no_spaces)}
 
 
+def synthetic_shard_folder(tokens: int, shard_tokens: int = 100_000_000) -> Path:
+    """A finished shard folder of `tokens` synthetic uint16 ids, made once in the system's temporary
+    folder: Zipf-distributed over GPT-2's ordinary ids, an eot (50256) ending a document every ~400
+    ids, with document indexes and a manifest as `bpecli encode --out` writes them."""
+    import hashlib
+    import io
+
+    import numpy as np
+
+    folder = Path(tempfile.gettempdir()) / "bpecli-bench" / f"report-{tokens}"
+    if (folder / "manifest.json").exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    block = np.minimum(rng.zipf(1.2, size=1 << 24) - 1, 50255).astype(np.uint16)  # id 0 the commonest
+    eot, shards, documents, starts_at_0 = 50256, [], 0, True  # a document starts the first shard
+    for number, start in enumerate(range(0, tokens, shard_tokens)):
+        length = min(shard_tokens, tokens - start)
+        ids = rng.permutation(50256).astype(np.uint16)[np.resize(block, length)]  # each shard its own commonest ids
+        ends = np.cumsum(rng.integers(40, 760, size=length // 400 + 2))
+        ends = ends[ends < length]
+        ids[ends] = eot
+        if start + length == tokens:
+            ids[-1] = eot  # the last document ends with the folder
+        ends = np.flatnonzero(ids == eot)
+        starts = np.concatenate(([0] if starts_at_0 else [], ends[ends + 1 < length] + 1))
+        starts_at_0 = bool(ids[-1] == eot)  # the next shard starts with a document
+        name = f"shard_{number:05d}"
+        np.save(folder / f"{name}.npy", ids)
+        index = io.BytesIO()
+        np.save(index, starts.astype("<i8"))
+        (folder / f"{name}.idx").write_bytes(index.getvalue())
+        shards.append({"file": f"{name}.npy", "tokens": length, "documents": len(ends),
+                       "sha256": hashlib.sha256((folder / f"{name}.npy").read_bytes()).hexdigest(),
+                       "index": f"{name}.idx", "index_sha256": hashlib.sha256(index.getvalue()).hexdigest()})
+        documents += len(ends)
+    from bpecli import load
+
+    gpt2 = load(SHARED / "fixtures" / "cs336" / "gpt2_vocab.json")
+    manifest = {
+        "format_version": 1,
+        "tokenizer": {"files": ["gpt2_vocab.json", "gpt2_merges.txt"], "fingerprint": gpt2.fingerprint, "vocab_size": 50257},
+        "eot": {"id": eot, "token": "<|endoftext|>"}, "dtype": "uint16", "shard_tokens": shard_tokens, "text_column": "text",
+        "inputs": [{"path": "synthetic", "size": 0, "mtime_ns": None}], "bos": None, "val_fraction": None,
+        "total_tokens": tokens, "total_documents": documents, "shards": shards,
+        "read": [{"path": "synthetic", "parts": 0, "sha256": "", "written": {"shard": {"tokens": tokens, "documents": documents}}}],
+    }
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return folder
+
+
+def report_benchmark(repeat: int, tokens: int) -> None:
+    """Median wall time of `bpecli inspect DIR --report` (ids alone, and with the tokenizer)."""
+    folder = synthetic_shard_folder(tokens)
+    command = str(Path(sys.executable).parent / "bpecli")
+    gpt2_vocab = str(SHARED / "fixtures" / "cs336" / "gpt2_vocab.json")
+    print(f"{folder}: {tokens:,} tokens, {sum(f.stat().st_size for f in folder.iterdir()) / 1e9:.1f} GB, {os.cpu_count()} cores")
+    for name, extra in (("ids", []), ("with -t", ["-t", gpt2_vocab])):
+        out = Path(tempfile.mkdtemp(prefix="bpecli-bench-")) / "report.html"
+        subprocess.run([command, "inspect", str(folder), "--report", str(out), *extra], check=True, capture_output=True)  # warm
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            subprocess.run([command, "inspect", str(folder), "--report", str(out), *extra], check=True, capture_output=True)
+            times.append(time.perf_counter() - started)
+        median = statistics.median(times)
+        print(f"inspect --report, {name:>8}: median {median:6.2f} s  {tokens / median / 1e6:7.0f} M tokens/s  "
+              f"runs [{', '.join(f'{t:.2f}' for t in times)}]  ({out.stat().st_size / 1e3:.0f} kB)")
+        shutil.rmtree(out.parent, ignore_errors=True)
+
+
 def run_job(code: str, values: dict, sample_memory: bool = False) -> dict:
     """Run code in a new Python; wall time (or the job's own `took`), its result, and if asked
     the peak PSS in MiB (see _sample_memory)."""
@@ -421,13 +494,16 @@ def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=["train", "encode", "shards", "shards-cl100k", "count", "startup", "pathological",
-                                         "dask", "memory", "gigatoken", "train-sizes"])
+                                         "dask", "memory", "gigatoken", "train-sizes", "report"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--corpus")
     parser.add_argument("--vocab", type=int, default=32000)
     parser.add_argument("--vocabs", default="50000,100000,200000")
     parser.add_argument("--peers", default="rustbpe")
+    parser.add_argument("--tokens", type=int, default=1_000_000_000)
     args = parser.parse_args()
+    if args.what == "report":
+        return report_benchmark(args.repeat, args.tokens)
     if args.what == "pathological":
         gpt2_vocab = str(SHARED / "fixtures" / "cs336" / "gpt2_vocab.json")
         for name, path in pathological_corpora().items():

@@ -276,9 +276,11 @@ def test_inspect_a_tokenizer(gpt2_vocab):
     info = json.loads(result.stdout)
     assert info["vocab_size"] == 50257 and info["special_tokens"] == {"<|endoftext|>": 50256}
     assert info["pattern"] == "gpt2" and info["byte_lengths"]["1"] == 256
-    assert info["first_merges"][0] == [" ", "t"]  # merges.txt's first line: "Ġ t"
+    assert info["first_merges"][0] == {"id": 256, "left": "␣", "right": "t", "left_id": 220, "right_id": 83}  # merges.txt: "Ġ t"
+    assert info["kinds"][0]["kind"] == "ASCII letters" and sum(k["tokens"] for k in info["kinds"]) == 50_256
     shown = run("inspect", gpt2_vocab)
     assert shown.exit_code == 0 and "vocab size 50,257" in shown.output and fits_80_columns(shown.output)
+    assert "kinds of tokens" in shown.output and "46,893" in shown.output  # the ASCII letters, as a bar
 
 
 def test_inspect_compares_bytes_per_token(gpt2_vocab, tiktoken_gpt2, cl100k_file, tmp_path):
@@ -289,13 +291,19 @@ def test_inspect_compares_bytes_per_token(gpt2_vocab, tiktoken_gpt2, cl100k_file
     per_token = json.loads(result.stdout)["bytes_per_token"]
     assert per_token[str(gpt2_vocab)] == pytest.approx(len(text) / len(tiktoken_gpt2.encode(text)))
     assert set(per_token) == {str(gpt2_vocab), str(cl100k_file)}
+    assert run("train", corpus, "--vocab-size", 300, "--out", tmp_path / "small", "-q").exit_code == 0
+    shown = run("inspect", gpt2_vocab, "--compare", cl100k_file, "--compare", tmp_path / "small", "--compare", cl100k_file,
+                "--corpus", corpus, "--corpus", gpt2_vocab.parent / "german.txt")
+    assert shown.exit_code == 0, shown.output
+    assert "bytes per token on 2 inputs" in shown.output and shown.output.count("cl100k_base.tiktoken  ") == 1
+    assert fits_80_columns(shown.output)
 
 
 def test_inspect_text_shows_each_token_and_the_count(gpt2_vocab):
     result = run("inspect", gpt2_vocab, "--text", "hello world\n")
-    assert result.stdout == "31373\thello\n995\t world\n198\t\\n\n3 tokens\n"
-    piped = run("inspect", gpt2_vocab, "--text", "-", "--json", input="hello world")
-    assert json.loads(piped.stdout) == {"count": 2, "ids": [31373, 995], "tokens": ["hello", " world"]}
+    assert result.stdout == "31373\thello\n995\t␣world\n198\t\\n\n3 tokens\n"
+    piped = run("inspect", gpt2_vocab, "--text", "-", "--json", input="hello world <|endoftext|>")
+    assert json.loads(piped.stdout) == {"count": 4, "ids": [31373, 995, 220, 50256], "tokens": ["hello", "␣world", "␣", "<|endoftext|>"]}
 
 
 def test_inspect_verify_names_a_changed_shard(gpt2_vocab, tmp_path):
@@ -312,6 +320,52 @@ def test_inspect_verify_names_a_changed_shard(gpt2_vocab, tmp_path):
     data[200] ^= 1
     shard.write_bytes(bytes(data))
     assert "shard_00001.npy: sha256 does not match" in one_line_error(run("inspect", out, "--verify"))
+
+
+def embedded_figures(page) -> dict:
+    import re
+
+    return json.loads(re.search(r'<script type="application/json" id="bpecli-figures">(.*?)</script>', page.read_text(), re.S).group(1))
+
+
+def test_inspect_report_holds_the_numbers_of_json_and_the_manifest(gpt2_vocab, kernel_docs_sample, tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(kernel_docs_sample[:300_000], encoding="utf-8")
+    out = tmp_path / "shards"
+    assert run("encode", "-t", gpt2_vocab, corpus, "--out", out, "--shard-tokens", 20_000, "--val-fraction", 0.1, "-q").exit_code == 0
+    page = tmp_path / "shards.html"
+    result = run("inspect", out, "-t", gpt2_vocab, "--report", page, "--json")
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert embedded_figures(page) == figures and "wrote" in result.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert figures["total_tokens"] == manifest["total_tokens"] and figures["total_documents"] == manifest["total_documents"]
+    assert {split: (s["tokens"], s["documents"]) for split, s in figures["splits"].items()} == {
+        split: (s["tokens"], s["documents"]) for split, s in manifest["splits"].items()}
+    assert f"{manifest['total_tokens']:,}" in page.read_text()
+    shown = run("inspect", out, "-t", gpt2_vocab)
+    assert shown.exit_code == 0 and f"{manifest['total_tokens']:,} tokens" in shown.output and fits_80_columns(shown.output)
+    assert f"{figures['bytes_per_token']:.3f}" in shown.output and "␣the" in shown.output
+
+    page = tmp_path / "tokenizer.html"
+    result = run("inspect", gpt2_vocab, "--corpus", corpus, "--report", page, "--json")
+    assert result.exit_code == 0, result.output
+    assert embedded_figures(page) == json.loads(result.stdout)
+    assert run("inspect", gpt2_vocab, "--report", page).exit_code == 0  # a report is replaced
+    (tmp_path / "notes.html").write_text("mine")
+    assert "is not a bpecli report" in one_line_error(run("inspect", gpt2_vocab, "--report", tmp_path / "notes.html"))
+    assert (tmp_path / "notes.html").read_text() == "mine"
+
+
+def test_inspect_options_for_the_other_kind_of_target_are_usage_errors(gpt2_vocab, tmp_path):
+    (tmp_path / "c.txt").write_text("hello world<|endoftext|>" * 10, encoding="utf-8")
+    out = tmp_path / "shards"
+    assert run("encode", "-t", gpt2_vocab, tmp_path / "c.txt", "--out", out, "-q").exit_code == 0
+    for args in ([out, "--corpus", tmp_path / "c.txt"], [out, "--compare", gpt2_vocab], [gpt2_vocab, "-t", gpt2_vocab],
+                 [gpt2_vocab, "--verify"], [gpt2_vocab, "--text", "hi", "--report", tmp_path / "r.html"]):
+        result = run("inspect", *args)
+        assert result.exit_code == 2, (args, result.output)
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_bench_against_tiktoken(gpt2_vocab, kernel_docs_sample, tmp_path, tiktoken_gpt2):

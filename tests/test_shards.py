@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from bpecli import corpus, shards
 from bpecli.errors import BpecliError, InputError, OutputError
 from bpecli.files import LOCK
+from bpecli.report import shard_figures
 from bpecli.shards import verify, write_shards
 
 EOT = 50256
@@ -424,7 +425,7 @@ def test_llm_c_shards_have_its_header_and_the_same_tokens(gpt2, cl100k_file, sam
         tokens = np.frombuffer(raw[1024:], dtype=np.dtype(dtype).newbyteorder("<"))
         assert tokens.tolist() == np.load(tmp_path / "npy" / theirs["file"]).tolist()
     assert verify(tmp_path / "bin") == []
-    assert shards.describe_shards(tmp_path / "bin")["total_tokens"] == npy["total_tokens"]
+    assert shard_figures(tmp_path / "bin")["total_tokens"] == npy["total_tokens"]
 
 
 def test_an_interrupted_llm_c_run_resumes_to_the_same_bytes(gpt2, sample_file, tmp_path, small_parts):
@@ -548,3 +549,22 @@ def test_a_manifest_bpecli_did_not_write_is_no_record(gpt2, sample_file, tmp_pat
         write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000)
     assert write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, force=True).status == "written"
     assert verify(out) == []
+
+
+def test_the_manifest_says_what_each_input_gave_each_split_resumed_or_not(gpt2, sample_file, tmp_path, small_parts):
+    """Each input's tokens and documents per split, as a run of that input alone counts them; a
+    resumed run records the same (its manifest is the same bytes as an uninterrupted run's)."""
+    second = tmp_path / "second.txt"
+    second.write_text(sample_file.read_text(encoding="utf-8")[:300_000], encoding="utf-8")
+    inputs = [str(sample_file), str(second)]
+    options = dict(shard_tokens=8_000, eot=EOT, val_fraction=0.1, workers=2)
+    whole = write_shards(gpt2, inputs, tmp_path / "whole", **options).manifest
+    for path, read in zip(inputs, whole["read"]):
+        alone = write_shards(gpt2, [path], tmp_path / f"alone-{read['parts']}", **options).manifest
+        assert read["written"] == {split: {k: totals[k] for k in ("tokens", "documents")} for split, totals in alone["splits"].items()}
+    with pytest.raises(KeyboardInterrupt):
+        write_shards(gpt2, inputs, tmp_path / "cut", progress=Interrupt(after=25), **options)
+    kept = json.loads((tmp_path / "cut" / shards.JOURNAL).read_text())["shards"]
+    assert any(s["file"].startswith("val_") for s in kept)  # both splits resume past their first parts
+    assert write_shards(gpt2, inputs, tmp_path / "cut", **options).status == "resumed"
+    assert (tmp_path / "cut" / "manifest.json").read_bytes() == (tmp_path / "whole" / "manifest.json").read_bytes()
