@@ -458,18 +458,26 @@ def _write_json_atomically(document: dict, path: Path) -> None:
     _write_atomically((json.dumps(document, indent=1) + "\n").encode("utf-8"), path, path.with_name(path.name + ".partial"))
 
 
-def _write_atomically(data: bytes, path: Path, temporary: Path, sync: bool = False) -> None:
-    """data under path, whole or not at all: written to temporary (flushed to disk if sync) and
-    renamed; the temporary file never stays behind."""
+def _write_atomically(data: bytes, path: Path, temporary: Path) -> None:
+    """data under path, whole or not at all: written to temporary and renamed; the temporary
+    file never stays behind."""
     try:
-        with open(temporary, "wb") as f:
-            f.write(data)
-            if sync:
-                f.flush()
-                os.fsync(f.fileno())
+        _write_file(data, temporary)
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
+        raise
+
+
+def _write_file(data: bytes, path: Path) -> None:
+    """data in a new file at path, flushed to disk; removed again if that fails."""
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        path.unlink(missing_ok=True)
         raise
 
 
@@ -524,7 +532,9 @@ class _ShardWriter:
         for shard in self.shards:
             stream = self.streams[_split_of(shard["file"])]
             stream.shards.append(shard)
-            stream.resume_part, stream.skip = shard["next_part"], shard["skip"]
+            # a stream's last shard (next_part None) was closed when the inputs ended: it takes nothing more
+            stream.resume_part = UNBOUNDED if shard["next_part"] is None else shard["next_part"]
+            stream.skip = shard["skip"]
         self.total_tokens = sum(s["tokens"] for s in kept)
         self.parts: list[tuple[str, str]] = []  # (input label, sha256) of every part read
         self.journaled = len(self.shards)
@@ -533,9 +543,6 @@ class _ShardWriter:
     def resume_part(self) -> int:
         """The first part some stream still needs."""
         return min(stream.resume_part for stream in self.streams.values())
-
-    def _temporary(self, stream: _Stream) -> Path:
-        return self.out / f".{shard_name(len(stream.shards), self.format, stream.split)}.partial"
 
     def read(self, index: int, label: str, digest: str) -> None:
         """Record the checksum of part `index` as read; a part an interrupted run read too must
@@ -556,7 +563,7 @@ class _ShardWriter:
         doc_starts = np.concatenate(([0], doc_ends[:-1])).astype(np.int64)
         while position < len(ids):
             if stream.file is None:
-                stream.file = self._guarded(open, self._temporary(stream), "wb")
+                stream.file = self._guarded(open, self._temporaries(stream)[0], "wb")
                 self._guarded(stream.file.write, self.full_header)
                 stream.digest = hashlib.sha256(self.full_header)
                 stream.starts = []
@@ -601,8 +608,11 @@ class _ShardWriter:
                 for split in self.splits
             }
         self._guarded(_write_json_atomically, manifest, self.out / MANIFEST)
-        (self.out / JOURNAL).unlink(missing_ok=True)
         self.journaled = len(self.shards)
+        try:
+            (self.out / JOURNAL).unlink(missing_ok=True)
+        except OSError:  # the folder is finished whatever: a manifest outranks a journal beside it
+            pass
         return manifest
 
     def discard(self) -> None:
@@ -615,15 +625,19 @@ class _ShardWriter:
                 except OSError:  # its buffered bytes had nowhere to go (a full disk): the file goes anyway
                     pass
                 stream.file = None
-            self._temporary(stream).unlink(missing_ok=True)
+            for temporary in self._temporaries(stream):
+                temporary.unlink(missing_ok=True)
         if self.journaled < len(self.shards):
             try:
-                self._write_journal()
+                self._write_journal(self.shards)
             except OSError:
                 pass  # the shards past the journal are written again by a rerun
 
     def _close(self, stream: _Stream, next_part: int | None, skip: int) -> None:
-        file, temporary = stream.file, self._temporary(stream)
+        """Finish a stream's shard: its file and document index are written out under temporary
+        names, recorded in the journal, and only then renamed, so that a shard or index under
+        its own name is always one the journal knows (a rerun never finds files of unknown origin)."""
+        file, (temporary, index_temporary) = stream.file, self._temporaries(stream)
         # a full shard's sha256 was taken as it was written; the last one's header is written again
         digest = stream.digest.hexdigest() if stream.count == self.shard_tokens else None
         if stream.count != self.shard_tokens:  # the last shard: its header names its real length
@@ -641,24 +655,29 @@ class _ShardWriter:
         self._guarded(file.close)
         stream.file = None
         name = shard_name(len(stream.shards), self.format, stream.split)
-        index = self.out / index_name(name)
         buffer = io.BytesIO()
         np.save(buffer, np.concatenate(stream.starts).astype("<i8"))
-        self._guarded(_write_atomically, buffer.getvalue(), index, index.with_name(f".{index.name}.partial"), True)
+        self._guarded(_write_file, buffer.getvalue(), index_temporary)
         shard = {"file": name, "tokens": stream.count, "documents": stream.documents, "sha256": digest or file_sha256(temporary),
-                 "index": index.name, "index_sha256": hashlib.sha256(buffer.getvalue()).hexdigest(),
+                 "index": index_name(name), "index_sha256": hashlib.sha256(buffer.getvalue()).hexdigest(),
                  "next_part": next_part, "skip": skip}
+        if not self.journaled or time.monotonic() - self.journaled_at > self.JOURNAL_SECONDS:
+            self._guarded(self._write_journal, self.shards + [shard])
+        self._guarded(os.replace, index_temporary, self.out / index_name(name))
+        self._guarded(os.replace, temporary, self.out / name)
         self.shards.append(shard)
         stream.shards.append(shard)
-        if not self.journaled or time.monotonic() - self.journaled_at > self.JOURNAL_SECONDS:
-            self._guarded(self._write_journal)  # before the rename: a shard under its name is always known
-        self._guarded(os.replace, temporary, self.out / name)
         stream.count = stream.documents = 0
 
-    def _write_journal(self) -> None:
+    def _temporaries(self, stream: _Stream) -> tuple[Path, Path]:
+        """The temporary names of the shard a stream is writing and of its document index."""
+        name = shard_name(len(stream.shards), self.format, stream.split)
+        return self.out / f".{name}.partial", self.out / f".{index_name(name)}.partial"
+
+    def _write_journal(self, shards: list[dict]) -> None:
         digests = [digest for _, digest in self.parts] or self.recorded
-        _write_json_atomically({"settings": self.settings, "shards": self.shards, "parts": digests}, self.out / JOURNAL)
-        self.journaled, self.journaled_at = len(self.shards), time.monotonic()
+        _write_json_atomically({"settings": self.settings, "shards": shards, "parts": digests}, self.out / JOURNAL)
+        self.journaled, self.journaled_at = len(shards), time.monotonic()
 
     def _guarded(self, action, *args):
         """Run a file operation; a full disk or any other OS error becomes one clear line."""
@@ -666,8 +685,8 @@ class _ShardWriter:
             return action(*args)
         except OSError as e:
             self.discard()
-            raise OutputError(f"{self.out}: cannot write ({e.strerror or e}); the unfinished shard was removed, "
-                              "and a rerun keeps the finished ones") from None
+            raise OutputError(f"{self.out}: cannot write ({e.strerror or e}); nothing unfinished was left there, "
+                              "and the same command run again keeps the finished shards") from None
 
 
 # ---- encoding parts in worker processes --------------------------------------------------------

@@ -548,3 +548,119 @@ def test_a_manifest_bpecli_did_not_write_is_no_record(gpt2, sample_file, tmp_pat
         write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000)
     assert write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, force=True).status == "written"
     assert verify(out) == []
+
+
+# ---- a disk that fills up at any write: nothing half-written stays, and a rerun finishes ----
+
+def run_bpecli(*args, journal_every_shard=False, trace=None):
+    """bpecli as a process (optionally with the journal written at every shard, and its failed
+    system calls traced into the file `trace`)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom bpecli import shards\nfrom bpecli.cli import main\n"
+            + ("shards._ShardWriter.JOURNAL_SECONDS = 0\n" if journal_every_shard else "") + "main()\n")
+    command = [sys.executable, "-c", code, *map(str, args)]
+    if trace is not None:
+        command = ["strace", "-f", "-y", "-Z", "-e", "trace=write", "-o", str(trace), *command]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def fill(disk, free_pages: int):
+    """Leave exactly free_pages pages of 4 KiB free on a tmpfs (by one file of zeros)."""
+    filler = disk / "filler"
+    filler.unlink(missing_ok=True)
+    stat = os.statvfs(disk)
+    with open(filler, "wb") as f:
+        f.write(bytes(stat.f_bavail * stat.f_frsize - free_pages * 4096))
+    return filler
+
+
+def failed_write(trace) -> str:
+    """Which file the first write that failed was for: shard, index, journal or manifest."""
+    import re
+
+    for line in trace.read_text().splitlines():
+        found = re.search(r"write\(\d+<[^>]*/([^/>]+)>.*= -1 ENOSPC", line)
+        if found:
+            name = found.group(1)
+            return ("journal" if name.startswith(".bpecli-progress") else "manifest" if name.startswith("manifest")
+                    else "index" if ".idx" in name else "shard")
+    return "none"
+
+
+@pytest.mark.system
+def test_a_disk_that_fills_at_any_write_leaves_no_trace_and_a_rerun_with_room_finishes(gpt2_vocab, kernel_docs_sample,
+                                                                                      tmp_path, tiny_disk):
+    """A real 64 KiB tmpfs, filled so that the shard, its document index, the journal or the
+    manifest is the write that finds it full: one line, no .partial file, no shard or index the
+    journal does not know of; freed, the same command finishes the folder, byte for byte."""
+    import shutil
+
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed (it tells which write found the disk full)")
+    corpus_file = tmp_path / "docs.txt"
+    corpus_file.write_text(kernel_docs_sample[:20_000], encoding="utf-8")
+    command = ["encode", "-t", gpt2_vocab, corpus_file, "--shard-tokens", "1500", "-q", "--out"]
+    assert run_bpecli(*command, tmp_path / "roomy").returncode == 0
+    reference = shard_bytes(tmp_path / "roomy")
+    assert 4 < len(reference) < 16  # shards and indexes of a page each, and the manifest: they fit
+
+    out, trace, seen = tiny_disk / "out", tmp_path / "trace.txt", {}
+    # the journal written at every shard: the first few pages fill at a shard, an index or the
+    # journal; at its usual pace (once a second) the last page fills at the manifest
+    attempts = [(True, free) for free in range(5)] + [(False, free) for free in range(len(reference), 4, -1)]
+    for every_shard, free in attempts:
+        if "manifest" in seen and not every_shard:
+            break
+        shutil.rmtree(out, ignore_errors=True)
+        filler = fill(tiny_disk, free)
+        done = run_bpecli(*command, out, journal_every_shard=every_shard, trace=trace)
+        where = failed_write(trace)
+        if where == "none":
+            assert done.returncode == 0, done.stderr
+            continue
+        seen.setdefault(where, free)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, (free, where, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1 and "No space left on device" in done.stderr, done.stderr
+        left = sorted(p.name for p in out.iterdir())
+        assert not [n for n in left if n.endswith(".partial")] and "manifest.json" not in left, (free, where, left)
+        if [n for n in left if n.startswith("shard_")]:  # a shard or index under its name: the journal knew of it
+            journal = json.loads((out / ".bpecli-progress.json").read_text())
+            assert "shard_00000.idx" not in left or journal["shards"][0]["index"] == "shard_00000.idx"
+        filler.unlink()
+        again = run_bpecli(*command, out)
+        assert again.returncode == 0, (free, where, again.stderr)
+        assert shard_bytes(out) == reference
+        assert verify(out) == []
+    assert set(seen) == {"shard", "index", "journal", "manifest"}, seen
+
+
+@pytest.mark.system
+def test_a_manifest_that_cannot_be_written_after_the_journal_listed_the_last_shard_resumes(gpt2_vocab, kernel_docs_sample,
+                                                                                           tmp_path):
+    """The journal lists every shard, the last one too (it ends where the inputs end), and then
+    the manifest's writes fail (injected by strace): the same command run again finishes."""
+    import shutil
+
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed (it makes the manifest's writes fail)")
+    corpus_file = tmp_path / "docs.txt"
+    corpus_file.write_text(kernel_docs_sample[:20_000], encoding="utf-8")
+    command = ["encode", "-t", gpt2_vocab, corpus_file, "--shard-tokens", "1500", "-q", "--out"]
+    assert run_bpecli(*command, tmp_path / "roomy").returncode == 0
+    out = tmp_path / "out"
+    code = ("import sys\nfrom bpecli import shards\nfrom bpecli.cli import main\n"
+            "shards._ShardWriter.JOURNAL_SECONDS = 0\nmain()\n")
+    import subprocess
+    import sys
+
+    done = subprocess.run(["strace", "-f", "-o", os.devnull, "-P", str(out / "manifest.json.partial"),
+                           "-e", "trace=write", "-e", "inject=write:error=ENOSPC",
+                           sys.executable, "-c", code, *map(str, command), str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "No space left on device" in done.stderr, done.stderr
+    journal = json.loads((out / ".bpecli-progress.json").read_text())
+    assert journal["shards"][-1]["next_part"] is None  # the last shard, as the inputs ended
+    again = run_bpecli(*command, out)
+    assert again.returncode == 0, again.stderr
+    assert shard_bytes(out) == shard_bytes(tmp_path / "roomy")
