@@ -593,12 +593,13 @@ def _inspect_text(tok, text: str, as_json: bool) -> None:
 def _inspect_shards(folder: Path, verify: bool, as_json: bool) -> None:
     from .shards import describe_shards, verify as verify_shards
 
-    info = describe_shards(folder)
-    if verify:
+    if verify:  # first: a changed shard is named as such before its ids are read
         problems = verify_shards(folder)
-        info["verified"] = not problems
         if problems:
             raise BpecliError(f"{folder}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    info = describe_shards(folder)
+    if verify:
+        info["verified"] = True
     if as_json:
         return _print_json(info)
     from .shards import UNBOUNDED

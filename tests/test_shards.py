@@ -664,3 +664,194 @@ def test_a_manifest_that_cannot_be_written_after_the_journal_listed_the_last_sha
     again = run_bpecli(*command, out)
     assert again.returncode == 0, again.stderr
     assert shard_bytes(out) == shard_bytes(tmp_path / "roomy")
+
+
+# ---- the journal and the manifest are data from outside: checked, never turned into output ----
+
+def shift(key, by):
+    return lambda shard: shard.update({key: shard[key] + by})
+
+
+JOURNAL_DAMAGE = {  # what is done to the last shard the journal lists -> what the error says
+    "a part counter set far past the inputs": (lambda s: s.update(next_part=10**6), "past the"),
+    "a negative skip": (lambda s: s.update(skip=-100), "whole numbers from 0 on"),
+    "a skip past its part": (lambda s: s.update(skip=10**6), "does not follow on"),
+    "a skip as text": (lambda s: s.update(skip="12"), "whole numbers from 0 on"),
+    "a part counter of true": (lambda s: s.update(next_part=True), "whole numbers from 0 on"),
+    "a fractional part counter": (lambda s: s.update(next_part=2.5), "whole numbers from 0 on"),
+    "no skip": (lambda s: s.pop("skip"), "whole numbers from 0 on"),
+    "no part counter": (lambda s: s.pop("next_part"), "whole numbers from 0 on"),
+    "an index outside the folder": (lambda s: s.update(index="../outside.idx"), "its document index is '../outside.idx'"),
+    "a shard of another split": (lambda s: s.update(file="val_00000.npy"), "where shard_0000"),
+    "fewer tokens than its file": (lambda s: s.update(tokens=s["tokens"] - 1), "fewer than shard_tokens"),
+    "an end moved back one part": (shift("next_part", -1), "does not end"),
+    "an end moved 100 ids on": (shift("skip", 100), "does not end"),
+    "an end moved 100 ids back": (shift("skip", -100), "does not end"),
+    "no sha256": (lambda s: s.pop("sha256"), "'sha256' is missing"),
+}
+
+
+@pytest.fixture
+def interrupted(gpt2, kernel_docs_sample, tmp_path, monkeypatch):
+    """(write, folder of an interrupted run, the ids of the whole run): parts of 16 KB, shards of
+    5,000 tokens, the last kept one ending inside a part."""
+    corpus_path = tmp_path / "docs.txt"
+    corpus_path.write_text(kernel_docs_sample[:300_000], encoding="utf-8")
+    monkeypatch.setattr(corpus, "PART_BYTES", 1 << 14)
+
+    def write(out, **options):
+        return write_shards(gpt2, [str(corpus_path)], out, shard_tokens=5000, eot=EOT, **options)
+
+    write(tmp_path / "whole")
+    with pytest.raises(KeyboardInterrupt):
+        write(tmp_path / "cut", progress=Interrupt(after=8))
+    journal = json.loads((tmp_path / "cut" / ".bpecli-progress.json").read_text())
+    assert len(journal["shards"]) > 3 and journal["shards"][-1]["skip"] > 0
+    return write, tmp_path / "cut", concatenated(tmp_path / "whole")
+
+
+@pytest.mark.parametrize("damage", sorted(JOURNAL_DAMAGE))
+def test_a_damaged_journal_is_refused_never_resumed(interrupted, tmp_path, damage):
+    import shutil
+
+    write, cut, whole = interrupted
+    change, message = JOURNAL_DAMAGE[damage]
+    out = tmp_path / "damaged"
+    shutil.copytree(cut, out)
+    journal = json.loads((out / ".bpecli-progress.json").read_text())
+    change(journal["shards"][-1])
+    (out / ".bpecli-progress.json").write_text(json.dumps(journal))
+    before = shard_bytes(out)
+    with pytest.raises(OutputError, match=r"\.bpecli-progress\.json: damaged \(.*" + message) as error:
+        write(out)
+    assert str(error.value).endswith("encode again with --force to rebuild the folder")
+    assert not (out / "manifest.json").exists()
+    assert {name: data for name, data in shard_bytes(out).items() if not name.endswith(".partial")} == before
+    assert write(out, force=True).status == "written" and concatenated(out).tolist() == whole.tolist()
+
+
+def test_a_journal_of_parts_that_are_not_checksums_is_refused(interrupted, tmp_path):
+    write, cut, _ = interrupted
+    journal_path = cut / ".bpecli-progress.json"
+    for parts in (None, [1, 2, 3], ["x" * 64]):
+        journal_path.write_text(json.dumps({**json.loads(journal_path.read_text()), "parts": parts}))
+        with pytest.raises(OutputError, match="damaged \\(its list of the parts read is missing or malformed\\)"):
+            write(cut)
+
+
+def test_a_journal_with_strange_settings_is_one_line(interrupted):
+    write, cut, _ = interrupted
+    journal_path = cut / ".bpecli-progress.json"
+    journal = json.loads(journal_path.read_text())
+    journal["settings"]["inputs"][0]["size"] = "large"
+    journal_path.write_text(json.dumps(journal))
+    with pytest.raises(OutputError, match='unfinished run of other settings .*"large" -> '):
+        write(cut)
+
+
+def test_an_intact_journal_still_resumes_to_the_same_ids(interrupted):
+    write, cut, whole = interrupted
+    assert write(cut).status == "resumed" and concatenated(cut).tolist() == whole.tolist()
+
+
+def test_a_journal_with_a_missing_or_non_integer_field_is_one_line_from_the_command(interrupted, gpt2_vocab, tmp_path):
+    from typer.testing import CliRunner
+
+    from bpecli.cli import app
+
+    _, cut, _ = interrupted
+    journal_path = cut / ".bpecli-progress.json"
+    intact = json.loads(journal_path.read_text())
+    for field, value in (("tokens", None), ("skip", "many"), ("next_part", 1.5), ("documents", [])):
+        journal = json.loads(json.dumps(intact))
+        journal["shards"][1][field] = value
+        if value is None:
+            del journal["shards"][1][field]
+        journal_path.write_text(json.dumps(journal))
+        result = CliRunner().invoke(app, ["encode", "-t", str(gpt2_vocab), str(tmp_path / "docs.txt"), "--out", str(cut),
+                                          "--shard-tokens", "5000", "-q"])
+        assert result.exit_code == 1 and "Traceback" not in result.output
+        (line,) = result.output.strip().splitlines()
+        assert line.startswith(f"bpecli: error: {journal_path}: damaged (shard_00001.npy") and line.endswith("--force to rebuild the folder")
+
+
+MANIFEST_DAMAGE = {  # what is done to a finished folder's manifest -> what the error says
+    "an index outside the folder": (lambda m: m["shards"][0].update(index="../outside.idx"), "its document index is"),
+    "an index that is a shard": (lambda m: m["shards"][0].update(index="shard_00001.npy"), "its document index is"),
+    "shards out of order": (lambda m: m["shards"].reverse(), "where shard_00000.npy comes next"),
+    "a short shard before the last": (lambda m: m["shards"][0].update(tokens=10), "fewer than shard_tokens"),
+    "totals that do not add up": (lambda m: m.update(total_tokens=m["total_tokens"] + 1), "not the sum over its shards"),
+    "a dtype of int64": (lambda m: m.update(dtype="int64"), "'dtype' is missing or malformed"),
+    "no shard_tokens": (lambda m: m.pop("shard_tokens"), "'shard_tokens' is missing"),
+    "an eot id of -1": (lambda m: m.update(eot={"id": -1}), "'eot' is missing or malformed"),
+}
+
+
+@pytest.fixture
+def finished(gpt2, kernel_docs_sample, tmp_path):
+    (tmp_path / "docs.txt").write_text(kernel_docs_sample[:100_000], encoding="utf-8")
+    out = tmp_path / "out"
+    write_shards(gpt2, [str(tmp_path / "docs.txt")], out, shard_tokens=5000, eot=EOT)
+    return out
+
+
+@pytest.mark.parametrize("damage", sorted(MANIFEST_DAMAGE))
+def test_a_damaged_manifest_is_refused_by_every_reader(finished, gpt2, tmp_path, damage):
+    change, message = MANIFEST_DAMAGE[damage]
+    manifest = json.loads((finished / "manifest.json").read_text())
+    change(manifest)
+    (finished / "manifest.json").write_text(json.dumps(manifest))
+    (tmp_path / "outside.idx").write_bytes(b"not theirs to read")
+    for reader in (verify, shards.describe_shards,
+                   lambda out: write_shards(gpt2, [str(tmp_path / "docs.txt")], out, shard_tokens=5000, eot=EOT)):
+        with pytest.raises(OutputError, match=r"manifest\.json: damaged \(.*" + message):
+            reader(finished)
+
+
+def test_verify_reads_no_file_outside_the_folder(finished, tmp_path):
+    (tmp_path / "secret").write_bytes(b"another file's content")
+    (finished / "shard_00001.npy").unlink()
+    (finished / "shard_00001.npy").symlink_to(tmp_path / "secret")
+    (finished / "shard_00002.idx").unlink()
+    (finished / "shard_00002.idx").symlink_to(tmp_path / "nowhere")
+    problems = verify(finished)
+    assert problems == ["shard_00001.npy: not a file of its own (a link or a folder, which bpecli never writes)",
+                        "shard_00002.idx: not a file of its own (a link or a folder, which bpecli never writes)"]
+    with pytest.raises(InputError, match="shard_00001.npy: missing, or not a file of its own"):
+        shards.describe_shards(finished)
+
+
+@pytest.mark.system
+def test_inspect_verify_of_a_local_folder_never_connects_out(finished):
+    """A manifest naming an input on object storage (here a server of this test's, which counts
+    who calls): verify looks only at local files, the shards being what it checks."""
+    import socket
+    import subprocess
+    import sys
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    callers = []
+
+    def count():
+        while True:
+            try:
+                callers.append(server.accept())
+            except OSError:
+                return
+
+    threading.Thread(target=count, daemon=True).start()
+    manifest = json.loads((finished / "manifest.json").read_text())
+    port = server.getsockname()[1]
+    manifest["inputs"] = [{"path": f"s3://bucket/docs.txt?endpoint_override=127.0.0.1:{port}&scheme=http",
+                           "size": 5, "mtime_ns": 1}]
+    (finished / "manifest.json").write_text(json.dumps(manifest))
+    try:
+        done = subprocess.run([sys.executable, "-m", "bpecli", "inspect", str(finished), "--verify", "--json"],
+                              capture_output=True, text=True, timeout=60, env={**os.environ, "AWS_EC2_METADATA_DISABLED": "true"})
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["verified"] is True and callers == []
