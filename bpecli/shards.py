@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .arrays import with_room
 from .corpus import Part, check_apart, document_parts, input_bytes, input_stat, is_uri, read_document_bytes, read_documents
 from .errors import BpecliError, InputError, OutputError
 from .executor import map_in_order, progress_bar
@@ -102,23 +103,40 @@ def read_shard(path: str | Path) -> np.ndarray:
     path = Path(path)
     try:
         if path.suffix == ".bin":
-            header = np.fromfile(path, dtype="<i4", count=LLMC_HEADER_INTS)
-            dtype = next((d for d, (magic, version) in LLMC_MAGIC.items()
-                          if len(header) == LLMC_HEADER_INTS and (header[0], header[1]) == (magic, version)), None)
-            if dtype is None:
-                raw_dtype = _nanogpt_dtype(path)
-                if raw_dtype is None:
-                    raise ValueError("no llm.c header (magic 20240520 version 1, or 20240801 version 7), and no "
-                                     "manifest.json beside it that lists it as a nanoGPT .bin")
-                return np.memmap(path, dtype=np.dtype(raw_dtype).newbyteorder("<"), mode="r")
-            return np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r", offset=4 * LLMC_HEADER_INTS,
-                             shape=(int(header[2]),))
+            return _read_bin(path)
+        with open(path, "rb") as f:
+            magic = f.read(6)
+        if magic != b"\x93NUMPY":  # np.load would take it for a pickle and speak of allow_pickle
+            raise InputError(f"{path}: not a .npy file (it does not start as one); to decode ids written as "
+                             "text, give a file of another name, or pipe it in on stdin")
         array = np.load(path, mmap_mode="r")
     except (OSError, ValueError) as e:
-        raise InputError(f"{path}: not a readable shard ({e})") from None
+        # numpy's own words may run over several lines (a header too long to be read safely)
+        message = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(f"{path}: not a readable shard ({message})") from None
     if array.ndim != 1 or array.dtype.kind not in "iu":
         raise InputError(f"{path}: expected a 1-d integer array, found {array.dtype} of shape {array.shape}")
     return array
+
+
+def _read_bin(path: Path) -> np.ndarray:
+    """An llm.c .bin (its header's token count must be what the file holds) or a nanoGPT .bin."""
+    header = np.fromfile(path, dtype="<i4", count=LLMC_HEADER_INTS)
+    dtype = next((d for d, (magic, version) in LLMC_MAGIC.items()
+                  if len(header) == LLMC_HEADER_INTS and (header[0], header[1]) == (magic, version)), None)
+    if dtype is None:
+        raw_dtype = _nanogpt_dtype(path)
+        if raw_dtype is None:
+            raise ValueError("no llm.c header (magic 20240520 version 1, or 20240801 version 7), and no "
+                             "manifest.json beside it that lists it as a nanoGPT .bin")
+        return np.memmap(path, dtype=np.dtype(raw_dtype).newbyteorder("<"), mode="r")
+    itemsize, count = np.dtype(dtype).itemsize, int(header[2])
+    held = (path.stat().st_size - 4 * LLMC_HEADER_INTS) / itemsize
+    if count != held:
+        raise ValueError(f"its llm.c header says {count:,} tokens, but it holds {held:,g}")
+    if count == 0:  # numpy maps no empty file
+        return np.zeros(0, dtype=np.dtype(dtype).newbyteorder("<"))
+    return np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r", offset=4 * LLMC_HEADER_INTS, shape=(count,))
 
 
 def _nanogpt_dtype(path: Path) -> str | None:
@@ -261,7 +279,7 @@ def write_shards(
                         bar.update(part.weight)
                         bar.set_postfix_str(f"{writer.total_tokens / (time.perf_counter() - started):,.0f} tokens/s")
                 _check_unchanged(pairs, settings)
-                manifest = writer.finish(pairs)
+                manifest = writer.finish(pairs, max(tokenizer.decoder))
             finally:
                 writer.discard()
     return ShardRun(out, manifest, "resumed" if kept else "written", len(kept), time.perf_counter() - started, n_bytes)
@@ -543,11 +561,11 @@ def read_manifest(path: Path, garbled: str = "use --force to rebuild") -> dict:
         "total_tokens": _is_count, "total_documents": _is_count, "text_column": lambda v: isinstance(v, str),
         "shard_tokens": lambda v: _is_count(v) and v >= 1, "dtype": lambda v: v in ("uint16", "uint32"),
         "shard_format": lambda v: v in SHARD_SUFFIX, "val_fraction": lambda v: v is None or _is_fraction(v),
-        "eot": _is_token, "bos": _is_token,
+        "eot": _is_token, "bos": _is_token, "max_id": _is_count,
         "tokenizer": lambda v: isinstance(v, dict) and _is_count(v.get("vocab_size")),
         "inputs": lambda v: isinstance(v, list) and all(isinstance(i, dict) and isinstance(i.get("path"), str) for i in v),
     }
-    optional = {"shard_format", "val_fraction", "bos"}  # not written by every bpecli of this format
+    optional = {"shard_format", "val_fraction", "bos", "max_id"}  # not written by every bpecli of this format
     for key, check in checks.items():
         if not (key in optional and key not in manifest) and not check(manifest.get(key)):
             raise _damaged(path, f"{key!r} is missing or malformed")
@@ -736,8 +754,9 @@ class _ShardWriter:
             where = f"{stream.skip:,} ids into part {part:,}" if stream.skip else f"where part {part:,} ends"
             raise _damaged(self.out / JOURNAL, f"{last['file']} does not end {where}, as it says")
 
-    def finish(self, inputs: list[tuple[str, str]]) -> dict:
-        """Close the last shard of each stream and write manifest.json; the journal goes."""
+    def finish(self, inputs: list[tuple[str, str]], max_id: int) -> dict:
+        """Close the last shard of each stream and write manifest.json (max_id: the tokenizer's
+        largest id, which no id in a shard passes); the journal goes."""
         if len(self.parts) < len(self.recorded) or any(stream.unchecked for stream in self.streams.values()):
             raise _damaged(self.out / JOURNAL, f"it lists {len(self.recorded):,} parts read, or shards ending in them, "
                                                f"where the inputs hold {len(self.parts):,}")
@@ -753,6 +772,7 @@ class _ShardWriter:
         shards = [s for split in self.splits for s in self.streams[split].shards]
         manifest = {
             **self.settings,
+            "max_id": max_id,
             "total_tokens": sum(s["tokens"] for s in shards),
             "total_documents": sum(s["documents"] for s in shards),
             "shards": [{k: s[k] for k in ("file", "tokens", "documents", "sha256", "index", "index_sha256") if k in s}
@@ -954,24 +974,74 @@ def verify(out_dir: str | Path) -> list[str]:
 
 def describe_shards(out_dir: str | Path, top: int = 10) -> dict:
     """What `bpecli inspect DIR` shows: the manifest's totals and shards, and the most frequent
-    token ids (counted over every shard)."""
+    token ids (counted over every shard, each checked first to hold the manifest's dtype, its
+    number of tokens and ids of its tokenizer)."""
     out = Path(out_dir)
     if not (out / MANIFEST).is_file():
         hint = " (an unfinished run: rerun the encode command to finish it)" if (out / JOURNAL).exists() else ""
         raise InputError(f"{out}: no {MANIFEST} here{hint}")
     manifest = read_manifest(out / MANIFEST, UNREADABLE)
-    counts = np.zeros(0, dtype=np.int64)
+    counts = _IdCounts()
     for shard in manifest["shards"]:
-        found = np.bincount(read_shard(out / shard["file"]))
-        if len(found) > len(counts):
-            found[: len(counts)] += counts
-            counts = found
-        else:
-            counts[: len(found)] += found
-    frequent = np.argsort(-counts, kind="stable")[:top]
+        counts.add(_checked_ids(out / shard["file"], shard, manifest))
     return {
         **{k: manifest.get(k) for k in ("total_tokens", "total_documents", "dtype", "shard_tokens", "eot", "inputs")},
         "tokenizer": manifest["tokenizer"],
         "shards": manifest["shards"],
-        "most_frequent": [{"id": int(i), "count": int(counts[i])} for i in frequent if counts[i]],
+        "most_frequent": [{"id": i, "count": n} for i, n in counts.most_frequent(top)],
     }
+
+
+# ids are read in blocks of this many (numpy makes each an int64 array to count it)
+ID_BLOCK = 1 << 22
+
+
+def _checked_ids(path: Path, shard: dict, manifest: dict) -> np.ndarray:
+    """A shard's ids, once it is found to be a file of the folder holding the manifest's dtype,
+    its number of tokens, and no id past the tokenizer's largest (if the manifest says it)."""
+    if not _is_file_here(path):
+        raise InputError(f"{path}: missing, or not a file of its own; {REBUILD}")
+    ids = read_shard(path)
+    if ids.dtype != np.dtype(manifest["dtype"]).newbyteorder("<"):
+        kind = ids.dtype.name + (" (big-endian)" if ids.dtype.byteorder == ">" else "")
+        raise InputError(f"{path}: holds {kind} ids where the manifest says {manifest['dtype']}; {REBUILD}")
+    if len(ids) != shard["tokens"]:
+        raise InputError(f"{path}: holds {len(ids):,} ids where the manifest says {shard['tokens']:,}; {REBUILD}")
+    ceiling = manifest.get("max_id")
+    if ceiling is not None:
+        for at in range(0, len(ids), ID_BLOCK):
+            block = ids[at : at + ID_BLOCK]
+            if len(block) and int(block.max()) > ceiling:
+                where = at + int(np.argmax(block > ceiling))
+                raise InputError(f"{path}: id {int(ids[where]):,} at position {where:,} is past its tokenizer's "
+                                 f"largest ({ceiling:,}); {REBUILD}")
+    return ids
+
+
+class _IdCounts:
+    """How often each id occurs: in an array for ids below DENSE, in a dict above (special
+    tokens numbered up to 2**32 - 1 would make an array of 32 GB)."""
+
+    DENSE = 1 << 22
+
+    def __init__(self):
+        self.dense = np.zeros(0, dtype=np.int64)
+        self.sparse: dict[int, int] = {}
+
+    def add(self, ids: np.ndarray) -> None:
+        for at in range(0, len(ids), ID_BLOCK):
+            block = np.asarray(ids[at : at + ID_BLOCK])
+            large = block >= self.DENSE
+            if large.any():
+                for i, n in zip(*np.unique(block[large], return_counts=True)):
+                    self.sparse[int(i)] = self.sparse.get(int(i), 0) + int(n)
+                block = block[~large]
+            found = np.bincount(block)
+            self.dense = with_room(self.dense, len(found))
+            self.dense[: len(found)] += found
+
+    def most_frequent(self, top: int) -> list[tuple[int, int]]:
+        """The `top` most frequent (id, count), the lower id first among equals."""
+        dense = np.argsort(-self.dense, kind="stable")[:top]
+        found = [(int(i), int(self.dense[i])) for i in dense if self.dense[i]] + list(self.sparse.items())
+        return sorted(found, key=lambda item: (-item[1], item[0]))[:top]

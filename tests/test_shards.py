@@ -784,6 +784,7 @@ MANIFEST_DAMAGE = {  # what is done to a finished folder's manifest -> what the 
     "a dtype of int64": (lambda m: m.update(dtype="int64"), "'dtype' is missing or malformed"),
     "no shard_tokens": (lambda m: m.pop("shard_tokens"), "'shard_tokens' is missing"),
     "an eot id of -1": (lambda m: m.update(eot={"id": -1}), "'eot' is missing or malformed"),
+    "a largest id of text": (lambda m: m.update(max_id="50256"), "'max_id' is missing or malformed"),
 }
 
 
@@ -855,3 +856,98 @@ def test_inspect_verify_of_a_local_folder_never_connects_out(finished):
         server.close()
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["verified"] is True and callers == []
+
+
+def test_inspect_checks_each_shard_against_the_manifest_before_counting_its_ids(finished):
+    shard = finished / "shard_00000.npy"
+    tokens = len(np.load(shard))
+    for ids, message in (
+        (np.full(tokens, 2**15, dtype=np.int64), "holds int64 ids where the manifest says uint16"),
+        (np.full(tokens, 5, dtype=">u2"), "holds uint16 \\(big-endian\\) ids where the manifest says uint16"),
+        (np.full(tokens - 1, 5, dtype=np.uint16), f"holds {tokens - 1:,} ids where the manifest says {tokens:,}"),
+        (np.concatenate([np.full(tokens - 1, 5), [60_000]]).astype(np.uint16),
+         f"id 60,000 at position {tokens - 1:,} is past its tokenizer's largest \\(50,256\\)"),
+    ):
+        np.save(shard, ids)
+        with pytest.raises(InputError, match=f"shard_00000.npy: {message}; encode again with --force to rebuild the folder"):
+            shards.describe_shards(finished)
+
+
+def capped(*command: str, memory: int = 1536 << 20):
+    """Run command with at most `memory` bytes of address space: a test that fails must not
+    take the machine's memory with it."""
+    import resource
+    import subprocess
+
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (memory if hard == resource.RLIM_INFINITY else min(memory, hard), hard))
+
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, preexec_fn=cap)
+
+
+@pytest.mark.system
+def test_inspect_of_an_int64_shard_holding_2_31_is_one_line_in_little_memory(finished):
+    import sys
+
+    shard = finished / "shard_00000.npy"
+    np.save(shard, np.concatenate([[2**31 - 1], np.zeros(len(np.load(shard)) - 1, dtype=np.int64)]))
+    done = capped(sys.executable, "-m", "bpecli", "inspect", str(finished))
+    assert done.returncode == 1 and done.stderr == (
+        f"bpecli: error: {shard}: holds int64 ids where the manifest says uint16; "
+        "encode again with --force to rebuild the folder\n")
+
+
+@pytest.mark.system
+def test_inspect_of_shards_with_ids_up_to_2_32_counts_them_in_little_memory(tmp_path):
+    """A special token numbered 2**32 - 2 as the eot: counted apart, not in an array of 32 GB
+    (the process may map 1.5 GB)."""
+    import sys
+
+    from bpecli import PATTERNS, Tokenizer
+
+    tok = Tokenizer(ranks={bytes([b]): b for b in range(256)}, special_tokens={"<|endoftext|>": 2**32 - 2},
+                    pattern=PATTERNS["gpt2"])
+    (tmp_path / "a.txt").write_text("hello<|endoftext|>world<|endoftext|>")
+    write_shards(tok, [str(tmp_path / "a.txt")], tmp_path / "out", eot=2**32 - 2)
+    code = ("import json, sys\nfrom bpecli.shards import describe_shards\n"
+            "print(json.dumps(describe_shards(sys.argv[1], top=3)['most_frequent']))\n")
+    done = capped(sys.executable, "-c", code, str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [{"id": 108, "count": 3}, {"id": 111, "count": 2}, {"id": 2**32 - 2, "count": 2}]
+
+
+def test_shard_files_that_are_not_what_their_names_say_are_one_line(tmp_path):
+    import struct
+
+    (tmp_path / "ids.npy").write_text("31373 995\n")
+    header = ("{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }" + " " * 20_000 + "\n").encode()
+    (tmp_path / "long.npy").write_bytes(b"\x93NUMPY\x02\x00" + struct.pack("<I", len(header)) + header + bytes(4))
+    llmc = np.zeros(256, dtype="<i4")
+    llmc[:3] = (20240520, 1, 1_000_000)
+    (tmp_path / "short.bin").write_bytes(llmc.tobytes() + bytes(20))
+    llmc[2] = -1
+    (tmp_path / "negative.bin").write_bytes(llmc.tobytes() + bytes(20))
+    for name, message in (
+        ("ids.npy", "not a .npy file (it does not start as one); to decode ids written as text, give a file of another "
+                    "name, or pipe it in on stdin"),
+        ("long.npy", "not a readable shard (Header info length (20058) is large and may not be safe to load securely.)"),
+        ("short.bin", "not a readable shard (its llm.c header says 1,000,000 tokens, but it holds 10)"),
+        ("negative.bin", "not a readable shard (its llm.c header says -1 tokens, but it holds 10)"),
+    ):
+        with pytest.raises(InputError) as error:
+            shards.read_shard(tmp_path / name)
+        assert str(error.value) == f"{tmp_path / name}: {message}" and "allow_pickle" not in str(error.value)
+
+
+def test_decoding_a_shard_names_a_bad_id_as_it_is_written(gpt2, tmp_path):
+    from bpecli.errors import UnknownIdError
+
+    for ids, bad in (([31373, 2**64 - 1], "18446744073709551615"), ([31373, 2**63], "9223372036854775808")):
+        np.save(tmp_path / "u64.npy", np.array(ids, dtype=np.uint64))
+        with pytest.raises(UnknownIdError, match=f"^id {bad} is not in the vocabulary$"):
+            gpt2.decode(shards.read_shard(tmp_path / "u64.npy"))
+    np.save(tmp_path / "neg.npy", np.array([31373, -5], dtype=np.int64))
+    with pytest.raises(UnknownIdError, match="^id -5 is not in the vocabulary$"):
+        gpt2.decode(shards.read_shard(tmp_path / "neg.npy"))
