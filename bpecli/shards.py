@@ -21,6 +21,7 @@ import stat
 import time
 from collections import deque
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from .arrays import with_room
 from .corpus import Part, check_apart, document_parts, input_bytes, input_stat, is_uri, read_document_bytes, read_documents
 from .errors import BpecliError, InputError, OutputError
 from .executor import map_in_order, progress_bar
-from .files import locked
+from .files import LOCK, locked
 from .pretokenize import special_byte_splitter, special_splitter
 from .tokenizer import Tokenizer
 
@@ -255,8 +256,8 @@ def write_shards(
     settings = _settings(tokenizer, pairs, shard_tokens, eot, text_column, resolve_dtype(tokenizer, dtype), shard_format)
     settings.update(bos=None if bos is None else {"id": bos, "token": tokenizer.special_ids.get(bos)},
                     val_fraction=val_fraction)
-    _make_folder(out)
-    with locked(out):
+    made = _make_folder(out)
+    with locked(out), _unmade_on_failure(out, made):
         found = _prepare(out, settings, force)
         if isinstance(found, dict):
             return ShardRun(out, found, "complete")
@@ -285,13 +286,37 @@ def write_shards(
     return ShardRun(out, manifest, "resumed" if kept else "written", len(kept), time.perf_counter() - started, n_bytes)
 
 
-def _make_folder(out: Path) -> None:
+def _make_folder(out: Path) -> Path | None:
+    """Make the folder out (and its parents); the topmost folder made, or None if out was there."""
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out} is a file, not a folder for shards; choose another --out")
+    made = next((folder for folder, parent in zip([out, *out.parents], out.parents) if parent.exists()), None)
+    made = None if out.exists() else made
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise OutputError(f"cannot make {out} ({e.strerror or e}); choose an --out you can write to") from None
+    return made
+
+
+@contextmanager
+def _unmade_on_failure(out: Path, made: Path | None):
+    """On a failure, remove the folders _make_folder made if they hold nothing but the lock: a
+    run stopped by bad input leaves no empty --out behind (one that wrote shards keeps them for
+    a rerun). It runs while the lock is held, so that no other run is writing there."""
+    try:
+        yield
+    except BaseException:
+        try:
+            if made is not None and set(os.listdir(out)) <= {LOCK}:
+                (out / LOCK).unlink(missing_ok=True)
+                for folder in [out, *out.parents]:
+                    folder.rmdir()
+                    if folder == made:
+                        break
+        except OSError:  # something else appeared in it: it stays
+            pass
+        raise
 
 
 def _input_identity(path: str, label: str) -> dict:
