@@ -951,3 +951,77 @@ def test_decoding_a_shard_names_a_bad_id_as_it_is_written(gpt2, tmp_path):
     np.save(tmp_path / "neg.npy", np.array([31373, -5], dtype=np.int64))
     with pytest.raises(UnknownIdError, match="^id -5 is not in the vocabulary$"):
         gpt2.decode(shards.read_shard(tmp_path / "neg.npy"))
+
+
+@pytest.mark.system
+def test_a_kill_9_before_any_step_of_writing_a_shard_leaves_a_folder_the_rerun_finishes(gpt2_vocab, kernel_docs_sample,
+                                                                                         tmp_path):
+    """Each shard is three files flushed to disk (the shard, its index, the journal) and three
+    renames; a kill -9 (sent by strace as one of them begins) before any of them, for the first
+    shard, the last, and the manifest: the same command run again ends with the same bytes."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed (it sends the kill at each step)")
+    corpus_file = tmp_path / "docs.txt"
+    corpus_file.write_text(kernel_docs_sample[:20_000], encoding="utf-8")
+    command = ["encode", "-t", gpt2_vocab, corpus_file, "--shard-tokens", "1500", "--workers", "1", "-q", "--out"]
+    assert run_bpecli(*command, tmp_path / "roomy").returncode == 0
+    reference = shard_bytes(tmp_path / "roomy")
+    n = len(json.loads((tmp_path / "roomy" / "manifest.json").read_text())["shards"])
+    assert n > 2
+    code = "from bpecli import shards\nfrom bpecli.cli import main\nshards._ShardWriter.JOURNAL_SECONDS = 0\nmain()\n"
+    quiet = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # no .pyc renamed into place by python itself
+    for syscall in ("fsync", "rename"):
+        for when in (1, 2, 3, 3 * n - 2, 3 * n - 1, 3 * n, 3 * n + 1):  # the first shard, the last, the manifest
+            out = tmp_path / f"{syscall}-{when}"
+            killed = subprocess.run(["strace", "-f", "-o", os.devnull, "-e", f"trace={syscall}",
+                                     "-e", f"inject={syscall}:signal=KILL:when={when}", sys.executable, "-c", code,
+                                     *map(str, command), str(out)], capture_output=True, text=True, timeout=120, env=quiet)
+            assert killed.returncode != 0 and not (out / "manifest.json").exists(), (syscall, when, killed.stderr)
+            again = run_bpecli(*command, out)
+            assert again.returncode == 0, (syscall, when, again.stderr)
+            assert shard_bytes(out) == reference, (syscall, when)
+
+
+class _OsStoppingAt:
+    """The os module as shards sees it, but for one function, which raises KeyboardInterrupt (as
+    Ctrl-C would) when it is called for the `when`-th time."""
+
+    def __init__(self, name: str, when: int):
+        self.name, self.when, self.calls = name, when, 0
+
+    def __getattr__(self, attribute):
+        if attribute != self.name:
+            return getattr(os, attribute)
+
+        def stopping(*args, **kwargs):
+            self.calls += 1
+            if self.calls == self.when:
+                raise KeyboardInterrupt
+            return getattr(os, attribute)(*args, **kwargs)
+
+        return stopping
+
+
+@pytest.mark.parametrize("step", ["fsync", "replace"])
+def test_an_interrupt_before_any_step_of_writing_a_shard_leaves_nothing_partial(gpt2, kernel_docs_sample, tmp_path,
+                                                                                monkeypatch, step):
+    corpus_file = tmp_path / "docs.txt"
+    corpus_file.write_text(kernel_docs_sample[:20_000], encoding="utf-8")
+    options = dict(shard_tokens=1500, eot=EOT)
+    n = len(write_shards(gpt2, [str(corpus_file)], tmp_path / "roomy", **options).manifest["shards"])
+    reference = shard_bytes(tmp_path / "roomy")
+    monkeypatch.setattr(shards._ShardWriter, "JOURNAL_SECONDS", 0)
+    for when in range(1, 3 * n + 2):  # three of each per shard (the shard, its index, the journal), and the manifest's
+        out = tmp_path / f"{step}-{when}"
+        monkeypatch.setattr(shards, "os", _OsStoppingAt(step, when))
+        with pytest.raises(KeyboardInterrupt):
+            write_shards(gpt2, [str(corpus_file)], out, **options)
+        monkeypatch.setattr(shards, "os", os)
+        left = sorted(p.name for p in out.iterdir()) if out.exists() else []  # (gone if it held nothing yet)
+        assert not [name for name in left if name.endswith(".partial")] and "manifest.json" not in left, (when, left)
+        write_shards(gpt2, [str(corpus_file)], out, **options)
+        assert shard_bytes(out) == reference, when
