@@ -12,6 +12,7 @@ and carries on from there.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
@@ -143,10 +144,10 @@ def _read_bin(path: Path) -> np.ndarray:
 def _nanogpt_dtype(path: Path) -> str | None:
     """The dtype of a raw nanoGPT .bin, from the manifest of its folder (None if it lists no such file)."""
     manifest_path = path.parent / MANIFEST
-    if not manifest_path.is_file():
+    if not os.path.lexists(manifest_path):
         return None
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest = _load_state(manifest_path)
         listed = any(shard.get("file") == path.name for shard in manifest["shards"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -455,7 +456,7 @@ def _written_by_bpecli(path: Path) -> bool:
     """Whether a manifest or journal is bpecli's, however damaged its other fields: a JSON object
     whose settings carry a format_version (bpecli writes it whole, by a rename, or not at all)."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = _load_state(path)
     except (OSError, ValueError):
         return False
     settings = document.get("settings", document) if isinstance(document, dict) else None
@@ -477,14 +478,43 @@ def _clear(out: Path, keep: set) -> None:
 def _read_json(path: Path, garbled: str = "use --force to rebuild") -> dict:
     """A JSON object from a state file; garbled says what to do when it is not one."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as e:
-        what = f"not valid JSON ({e})" if isinstance(e, ValueError) else f"unreadable ({e.strerror or e})" \
-            if isinstance(e, OSError) else "nested too deeply to be bpecli's"
+        document = _load_state(path)
+    except OSError as e:
+        raise OutputError(f"{path}: unreadable ({e.strerror or e}); {garbled}") from None
+    except ValueError as e:
+        what = f"not valid JSON ({e})" if isinstance(e, json.JSONDecodeError) else "not UTF-8 text" \
+            if isinstance(e, UnicodeDecodeError) else str(e)
         raise OutputError(f"{path}: {what}; {garbled}") from None
     if not isinstance(document, dict):
         raise OutputError(f"{path}: not a bpecli file; {garbled}")
     return document
+
+
+# A manifest or journal larger than this is none of bpecli's (one listing a million shards, or
+# the parts of 10 TB of inputs, is about 300 MB).
+STATE_LIMIT = 1 << 30
+
+
+def _load_state(path: Path):
+    """The JSON value in a manifest or journal. It must be a file of its own, of at most
+    STATE_LIMIT bytes: a link, a FIFO or a device such as /dev/zero could lead out of the folder,
+    or be read forever. ValueError says what is wrong with it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ValueError("a link, which bpecli never writes") from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ValueError("not a file of its own (a FIFO, a device or a folder)")
+        data = f.read(STATE_LIMIT + 1)
+    if len(data) > STATE_LIMIT:
+        raise ValueError(f"larger than any bpecli writes ({STATE_LIMIT:,} bytes)")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("nested too deeply to be bpecli's") from None
 
 
 REBUILD = "encode again with --force to rebuild the folder"
@@ -970,7 +1000,7 @@ def verify(out_dir: str | Path) -> list[str]:
     no reason to reach out over a network."""
     out = Path(out_dir)
     manifest_path = out / MANIFEST
-    if not manifest_path.is_file():
+    if not os.path.lexists(manifest_path):
         raise InputError(f"{out}: no {MANIFEST} here (not a finished shard folder)")
     manifest = read_manifest(manifest_path, UNREADABLE)
     problems = []
@@ -1002,7 +1032,7 @@ def describe_shards(out_dir: str | Path, top: int = 10) -> dict:
     token ids (counted over every shard, each checked first to hold the manifest's dtype, its
     number of tokens and ids of its tokenizer)."""
     out = Path(out_dir)
-    if not (out / MANIFEST).is_file():
+    if not os.path.lexists(out / MANIFEST):
         hint = " (an unfinished run: rerun the encode command to finish it)" if (out / JOURNAL).exists() else ""
         raise InputError(f"{out}: no {MANIFEST} here{hint}")
     manifest = read_manifest(out / MANIFEST, UNREADABLE)

@@ -873,7 +873,7 @@ def test_inspect_checks_each_shard_against_the_manifest_before_counting_its_ids(
             shards.describe_shards(finished)
 
 
-def capped(*command: str, memory: int = 1536 << 20):
+def capped(*command: str, memory: int = 1536 << 20, timeout: float = 60):
     """Run command with at most `memory` bytes of address space: a test that fails must not
     take the machine's memory with it."""
     import resource
@@ -884,7 +884,7 @@ def capped(*command: str, memory: int = 1536 << 20):
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (memory if hard == resource.RLIM_INFINITY else min(memory, hard), hard))
 
-    return subprocess.run(command, capture_output=True, text=True, timeout=60, preexec_fn=cap)
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, preexec_fn=cap)
 
 
 @pytest.mark.system
@@ -1025,3 +1025,30 @@ def test_an_interrupt_before_any_step_of_writing_a_shard_leaves_nothing_partial(
         assert not [name for name in left if name.endswith(".partial")] and "manifest.json" not in left, (when, left)
         write_shards(gpt2, [str(corpus_file)], out, **options)
         assert shard_bytes(out) == reference, when
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("kind, message", [
+    ("a link to /dev/zero", "a link, which bpecli never writes"),
+    ("a FIFO", "not a file of its own (a FIFO, a device or a folder)"),
+    ("JSON nested 100,000 deep", "nested too deeply to be bpecli's"),
+])
+def test_a_manifest_that_is_no_file_of_json_is_one_line_for_every_command(gpt2_vocab, finished, kind, message):
+    """Read forever, blocked on, or recursed into before; now each command says what it found."""
+    import sys
+
+    manifest = finished / "manifest.json"
+    manifest.unlink()
+    if kind == "a FIFO":
+        os.mkfifo(manifest)
+    elif kind == "a link to /dev/zero":
+        manifest.symlink_to("/dev/zero")
+    else:
+        manifest.write_text("[" * 100_000)
+    bpecli = [sys.executable, "-m", "bpecli"]
+    for command in (["inspect", finished], ["inspect", finished, "--verify"]):
+        done = capped(*bpecli, *map(str, command), timeout=30)
+        assert done.returncode == 1 and done.stderr.startswith(f"bpecli: error: {manifest}: {message}; inspect shows only"), done.stderr
+    done = capped(*bpecli, "encode", "-t", str(gpt2_vocab), str(finished.parent / "docs.txt"), "--out", str(finished), timeout=30)
+    assert done.returncode == 1 and "which bpecli has no record of writing" in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) == 1
