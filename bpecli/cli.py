@@ -540,15 +540,22 @@ def _wrote(path: Path) -> None:
 
 def _print_json(document) -> None:
     stdout = _stdout()
-    stdout.write((json.dumps(document, indent=1, ensure_ascii=False) + "\n").encode())
+    # a file name that is not UTF-8 (its bytes kept as lone surrogates) is written as JSON's \udcff
+    # escape, which json.loads and os.fsencode turn back into the very name
+    stdout.write((json.dumps(document, indent=1, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace"))
     stdout.flush()
 
 
 def _console():
     from rich.console import Console
 
+    class Quiet(Console):
+        def on_broken_pipe(self) -> None:  # rich's own exits with status 1
+            self.quiet = True
+            raise BrokenPipeError  # the reader left: _Command.invoke exits 0
+
     _stdout()  # a closed stdout is an error, not output thrown away
-    return Console(file=_Named(sys.stdout), width=min(80, Console().width), highlight=False)
+    return Quiet(file=_Named(sys.stdout), width=min(80, Console().width), highlight=False)
 
 
 def _table(columns: list[str], rows, title: str | None = None):
@@ -723,7 +730,7 @@ def _inspect_shards(folder: Path, tok, verify: bool, as_json: bool, report: Path
     from .report import shard_figures
     from .shards import verify as verify_shards
 
-    if verify:
+    if verify:  # first: a changed shard is named as such before its ids are read
         problems = verify_shards(folder)
         if problems:
             raise BpecliError(f"{folder}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))

@@ -12,14 +12,17 @@ and carries on from there.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
 import os
 import re
+import stat
 import time
 from collections import deque
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +32,7 @@ import numpy as np
 from .corpus import Part, check_apart, document_parts, input_bytes, input_stat, is_uri, read_document_bytes, read_documents
 from .errors import BpecliError, InputError, OutputError
 from .executor import map_in_order, progress_bar
-from .files import locked
+from .files import LOCK, locked
 from .pretokenize import special_byte_splitter, special_splitter
 from .tokenizer import Tokenizer
 
@@ -101,32 +104,49 @@ def read_shard(path: str | Path) -> np.ndarray:
     path = Path(path)
     try:
         if path.suffix == ".bin":
-            header = np.fromfile(path, dtype="<i4", count=LLMC_HEADER_INTS)
-            dtype = next((d for d, (magic, version) in LLMC_MAGIC.items()
-                          if len(header) == LLMC_HEADER_INTS and (header[0], header[1]) == (magic, version)), None)
-            if dtype is None:
-                raw_dtype = _nanogpt_dtype(path)
-                if raw_dtype is None:
-                    raise ValueError("no llm.c header (magic 20240520 version 1, or 20240801 version 7), and no "
-                                     "manifest.json beside it that lists it as a nanoGPT .bin")
-                return np.memmap(path, dtype=np.dtype(raw_dtype).newbyteorder("<"), mode="r")
-            return np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r", offset=4 * LLMC_HEADER_INTS,
-                             shape=(int(header[2]),))
+            return _read_bin(path)
+        with open(path, "rb") as f:
+            magic = f.read(6)
+        if magic != b"\x93NUMPY":  # np.load would take it for a pickle and speak of allow_pickle
+            raise InputError(f"{path}: not a .npy file (it does not start as one); to decode ids written as "
+                             "text, give a file of another name, or pipe it in on stdin")
         array = np.load(path, mmap_mode="r")
     except (OSError, ValueError) as e:
-        raise InputError(f"{path}: not a readable shard ({e})") from None
+        # numpy's own words may run over several lines (a header too long to be read safely)
+        message = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(f"{path}: not a readable shard ({message})") from None
     if array.ndim != 1 or array.dtype.kind not in "iu":
         raise InputError(f"{path}: expected a 1-d integer array, found {array.dtype} of shape {array.shape}")
     return array
 
 
+def _read_bin(path: Path) -> np.ndarray:
+    """An llm.c .bin (its header's token count must be what the file holds) or a nanoGPT .bin."""
+    header = np.fromfile(path, dtype="<i4", count=LLMC_HEADER_INTS)
+    dtype = next((d for d, (magic, version) in LLMC_MAGIC.items()
+                  if len(header) == LLMC_HEADER_INTS and (header[0], header[1]) == (magic, version)), None)
+    if dtype is None:
+        raw_dtype = _nanogpt_dtype(path)
+        if raw_dtype is None:
+            raise ValueError("no llm.c header (magic 20240520 version 1, or 20240801 version 7), and no "
+                             "manifest.json beside it that lists it as a nanoGPT .bin")
+        return np.memmap(path, dtype=np.dtype(raw_dtype).newbyteorder("<"), mode="r")
+    itemsize, count = np.dtype(dtype).itemsize, int(header[2])
+    held = (path.stat().st_size - 4 * LLMC_HEADER_INTS) / itemsize
+    if count != held:
+        raise ValueError(f"its llm.c header says {count:,} tokens, but it holds {held:,g}")
+    if count == 0:  # numpy maps no empty file
+        return np.zeros(0, dtype=np.dtype(dtype).newbyteorder("<"))
+    return np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r", offset=4 * LLMC_HEADER_INTS, shape=(count,))
+
+
 def _nanogpt_dtype(path: Path) -> str | None:
     """The dtype of a raw nanoGPT .bin, from the manifest of its folder (None if it lists no such file)."""
     manifest_path = path.parent / MANIFEST
-    if not manifest_path.is_file():
+    if not os.path.lexists(manifest_path):
         return None
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest = _load_state(manifest_path)
         listed = any(shard.get("file") == path.name for shard in manifest["shards"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -236,8 +256,8 @@ def write_shards(
     settings = _settings(tokenizer, pairs, shard_tokens, eot, text_column, resolve_dtype(tokenizer, dtype), shard_format)
     settings.update(bos=None if bos is None else {"id": bos, "token": tokenizer.special_ids.get(bos)},
                     val_fraction=val_fraction)
-    _make_folder(out)
-    with locked(out):
+    made = _make_folder(out)
+    with locked(out), _unmade_on_failure(out, made):
         found = _prepare(out, settings, force)
         if isinstance(found, dict):
             return ShardRun(out, found, "complete")
@@ -261,19 +281,43 @@ def write_shards(
                         bar.update(part.weight)
                         bar.set_postfix_str(f"{writer.total_tokens / (time.perf_counter() - started):,.0f} tokens/s")
                 _check_unchanged(pairs, settings)
-                manifest = writer.finish(pairs)
+                manifest = writer.finish(pairs, max(tokenizer.decoder))
             finally:
                 writer.discard()
     return ShardRun(out, manifest, "resumed" if kept else "written", len(kept), time.perf_counter() - started, n_bytes)
 
 
-def _make_folder(out: Path) -> None:
+def _make_folder(out: Path) -> Path | None:
+    """Make the folder out (and its parents); the topmost folder made, or None if out was there."""
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out} is a file, not a folder for shards; choose another --out")
+    made = next((folder for folder, parent in zip([out, *out.parents], out.parents) if parent.exists()), None)
+    made = None if out.exists() else made
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise OutputError(f"cannot make {out} ({e.strerror or e}); choose an --out you can write to") from None
+    return made
+
+
+@contextmanager
+def _unmade_on_failure(out: Path, made: Path | None):
+    """On a failure, remove the folders _make_folder made if they hold nothing but the lock: a
+    run stopped by bad input leaves no empty --out behind (one that wrote shards keeps them for
+    a rerun). It runs while the lock is held, so that no other run is writing there."""
+    try:
+        yield
+    except BaseException:
+        try:
+            if made is not None and set(os.listdir(out)) <= {LOCK}:
+                (out / LOCK).unlink(missing_ok=True)
+                for folder in [out, *out.parents]:
+                    folder.rmdir()
+                    if folder == made:
+                        break
+        except OSError:  # something else appeared in it: it stays
+            pass
+        raise
 
 
 def _input_identity(path: str, label: str) -> dict:
@@ -332,7 +376,9 @@ def _differences(document: dict, settings: dict) -> list[str]:
                 found.append(f"inputs {', '.join(map(str, names))} there, {', '.join(i['path'] for i in value)} now")
             for old, new in zip(there, value):
                 if old != new and isinstance(old, dict):
-                    what = f"{old.get('size'):,} -> {new['size']:,} bytes" if old.get("size") != new["size"] else "modified since"
+                    size = old.get("size")
+                    size = f"{size:,}" if _is_count(size) else json.dumps(size)
+                    what = f"{size} -> {new['size']:,} bytes" if old.get("size") != new["size"] else "modified since"
                     found.append(f"input {new['path']}: {what}")
         elif key == "tokenizer":
             found.append("another tokenizer (its files, pattern or special tokens differ)")
@@ -366,15 +412,15 @@ def _prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
     kept: list[dict] = []
     if journal_path.exists():
         journal = _read_json(journal_path)
-        differs = _differences(journal.get("settings") or {}, settings)
+        there = journal.get("settings")
+        differs = _differences(there if isinstance(there, dict) else {}, settings)
         if differs:
             raise OutputError(f"{out} holds an unfinished run of other settings ({'; '.join(differs)}); use --force to restart")
         recorded = journal.get("parts")
-        if not isinstance(recorded, list):
-            raise OutputError(f"{journal_path}: damaged; use --force to restart")
-        for shard in _checked_shards(journal_path, journal):
-            path = out / shard["file"]
-            if not path.is_file() or file_sha256(path) != shard["sha256"]:
+        if not isinstance(recorded, list) or not all(isinstance(d, str) and _SHA256.fullmatch(d) for d in recorded):
+            raise _damaged(journal_path, "its list of the parts read is missing or malformed")
+        for shard in _checked_shards(journal_path, journal, settings, parts=len(recorded)):
+            if not _intact(out, shard, settings):
                 break
             kept.append(shard)
     _clear(out, keep={name for shard in kept for name in (shard["file"], shard.get("index"))})
@@ -392,11 +438,36 @@ def _checked_written(value) -> list:
     return value if isinstance(value, list) and all(map(valid, value)) else []
 
 
+def _intact(out: Path, shard: dict, settings: dict) -> bool:
+    """Whether a shard the journal lists is in the folder as written: a file of its own (no link
+    out of the folder), whose size and header say its number of tokens, with its sha256, and
+    its document index beside it with its own."""
+    path, dtype = out / shard["file"], settings["dtype"]
+    header = _header(settings.get("shard_format", "npy"), dtype, shard["tokens"])
+    if not _is_file_here(path) or path.stat().st_size != len(header) + shard["tokens"] * np.dtype(dtype).itemsize:
+        return False
+    with open(path, "rb") as f:
+        if f.read(len(header)) != header:
+            return False
+    if file_sha256(path) != shard["sha256"]:
+        return False
+    index = shard.get("index")
+    return index is None or (_is_file_here(out / index) and file_sha256(out / index) == shard["index_sha256"])
+
+
+def _is_file_here(path: Path) -> bool:
+    """A regular file itself, not a link (bpecli writes none): what a shard folder names stays in it."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _written_by_bpecli(path: Path) -> bool:
     """Whether a manifest or journal is bpecli's, however damaged its other fields: a JSON object
     whose settings carry a format_version (bpecli writes it whole, by a rename, or not at all)."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = _load_state(path)
     except (OSError, ValueError):
         return False
     settings = document.get("settings", document) if isinstance(document, dict) else None
@@ -415,47 +486,178 @@ def _clear(out: Path, keep: set) -> None:
             path.unlink()
 
 
-def _read_json(path: Path) -> dict:
+def _read_json(path: Path, garbled: str = "use --force to rebuild") -> dict:
+    """A JSON object from a state file; garbled says what to do when it is not one."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise OutputError(f"{path}: unreadable ({e}); use --force to rebuild") from None
+        document = _load_state(path)
+    except OSError as e:
+        raise OutputError(f"{path}: unreadable ({e.strerror or e}); {garbled}") from None
+    except ValueError as e:
+        what = f"not valid JSON ({e})" if isinstance(e, json.JSONDecodeError) else "not UTF-8 text" \
+            if isinstance(e, UnicodeDecodeError) else str(e)
+        raise OutputError(f"{path}: {what}; {garbled}") from None
     if not isinstance(document, dict):
-        raise OutputError(f"{path}: not a bpecli file; use --force to rebuild")
+        raise OutputError(f"{path}: not a bpecli file; {garbled}")
     return document
 
 
-def _checked_shards(path: Path, document: dict) -> list[dict]:
-    """The shards a manifest or journal lists, each checked to have the fields bpecli wrote."""
+# A manifest or journal larger than this is none of bpecli's (one listing a million shards, or
+# the parts of 10 TB of inputs, is about 300 MB).
+STATE_LIMIT = 1 << 30
+
+
+def _load_state(path: Path):
+    """The JSON value in a manifest or journal. It must be a file of its own, of at most
+    STATE_LIMIT bytes: a link, a FIFO or a device such as /dev/zero could lead out of the folder,
+    or be read forever. ValueError says what is wrong with it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ValueError("a link, which bpecli never writes") from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ValueError("not a file of its own (a FIFO, a device or a folder)")
+        data = f.read(STATE_LIMIT + 1)
+    if len(data) > STATE_LIMIT:
+        raise ValueError(f"larger than any bpecli writes ({STATE_LIMIT:,} bytes)")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("nested too deeply to be bpecli's") from None
+
+
+REBUILD = "encode again with --force to rebuild the folder"
+# what inspect says of a manifest that is no JSON object: --force would not replace it (bpecli
+# cannot tell it wrote it), so a new folder is the way that works
+UNREADABLE = "inspect shows only folders bpecli encode finished: encode the corpus again into a new --out folder"
+
+
+def _damaged(path: Path, what: str) -> OutputError:
+    return OutputError(f"{path}: damaged ({what}); {REBUILD}")
+
+
+def _is_count(value) -> bool:
+    """A whole number from 0 on (JSON's true and false are not)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _checked_shards(path: Path, document: dict, settings: dict, parts: int | None = None) -> list[dict]:
+    """The shards a manifest or journal lists, checked to be as bpecli writes them: each split's
+    named in order from 0, every one but its last holding shard_tokens, each document index
+    named after its shard. For a journal (parts: how many parts it lists read), also where in
+    the inputs each shard ends: within those parts, and following on from the shard before.
+
+    Example: a journal whose shard_00003.npy ends 5,000 ids into part 7 while shard_00002.npy
+    ends 4,000 ids into part 7 is damaged unless shard_00003.npy holds exactly 1,000 tokens.
+    """
     shards = document.get("shards")
-    fields = {"file": str, "tokens": int, "documents": int, "sha256": str}
-    if not isinstance(shards, list) or not all(
-        isinstance(shard, dict) and all(isinstance(shard.get(k), t) for k, t in fields.items())
-        and _SHARD_NAME.fullmatch(shard["file"]) for shard in shards
-    ):
-        raise OutputError(f"{path}: damaged (its list of shards is missing or malformed); "
-                          "encode again with --force to rebuild the folder")
+    if not isinstance(shards, list):
+        raise _damaged(path, "its list of shards is missing or malformed")
+    shard_format, full = settings.get("shard_format", "npy"), settings["shard_tokens"]
+    splits = splits_of(settings.get("val_fraction"), shard_format)
+    written: dict[str, list[dict]] = {split: [] for split in splits}
+    ends = {split: (0, 0) for split in splits}  # (part, ids into it) where each split's last shard ends
+    for shard in shards:
+        if not isinstance(shard, dict):
+            raise _damaged(path, "its list of shards holds something other than shards")
+        file, due = shard.get("file"), [shard_name(len(written[split]), shard_format, split) for split in splits]
+        if file not in due:
+            raise _damaged(path, f"it lists {file!r} where {' or '.join(due)} comes next")
+        split = _split_of(file)
+        tokens: Any = shard.get("tokens")
+        if not _is_count(tokens) or not 1 <= tokens <= full:
+            raise _damaged(path, f"{file} holds {tokens!r} tokens, not 1 to shard_tokens ({full:,})")
+        if written[split] and written[split][-1]["tokens"] != full:
+            raise _damaged(path, f"{written[split][-1]['file']} holds fewer than shard_tokens, yet {file} follows it")
+        if not _is_count(shard.get("documents")):
+            raise _damaged(path, f"{file}: 'documents' is missing or not a whole number")
+        for key in ("sha256", "index_sha256") if "index" in shard else ("sha256",):
+            if not (isinstance(shard.get(key), str) and _SHA256.fullmatch(shard[key])):
+                raise _damaged(path, f"{file}: {key!r} is missing or not a sha256")
+        if "index" in shard and shard["index"] != index_name(file):
+            raise _damaged(path, f"{file}: its document index is {shard['index']!r}, not {index_name(file)}")
+        if parts is not None:
+            ends[split] = _checked_end(path, shard, ends[split], parts, full)
+        written[split].append(shard)
     return shards
+
+
+def _checked_end(path: Path, shard: dict, before: tuple[int, int], parts: int, full: int) -> tuple[int, int]:
+    """Where in the inputs a journal's shard ends (next_part, skip: its last id is skip ids into
+    part next_part, or the end of part next_part - 1 if skip is 0; next_part None: the inputs'
+    end), checked against the shard before it in its split (which ends at `before`)."""
+    file, tokens = shard["file"], shard["tokens"]
+    part: Any = shard.get("next_part")
+    skip: Any = shard.get("skip")
+    if "next_part" not in shard or not (part is None or _is_count(part)) or not _is_count(skip):
+        raise _damaged(path, f"{file}: 'next_part' and 'skip' must be whole numbers from 0 on")
+    if part is None:  # its split's last shard, closed as the inputs ended: shorter than the rest
+        if tokens == full or skip:
+            raise _damaged(path, f"{file} is marked as its split's last, yet holds shard_tokens or a skip")
+        return before
+    if tokens != full:
+        raise _damaged(path, f"{file} holds {tokens:,} tokens, fewer than shard_tokens, yet is not marked as its split's last")
+    if part > parts or (skip and part >= parts):
+        raise _damaged(path, f"{file} ends in part {part:,}, past the {parts:,} parts read")
+    # within one part, the shard holds exactly the ids from where the one before ended; across
+    # parts, it holds at least the skip ids of the last (and one of the first, if it began inside it)
+    if part < before[0] or (part == before[0] and skip != before[1] + tokens) \
+            or (part > before[0] and skip > tokens - (1 if before[1] else 0)):
+        raise _damaged(path, f"{file} ends {skip:,} ids into part {part:,}, which does not follow on from "
+                             f"the shard before it ({before[1]:,} ids into part {before[0]:,})")
+    return part, skip
 
 
 _SHARD_NAME = re.compile(r"(shard|train|val)(_[0-9]{5,})?\.(npy|bin|idx)")
 _PARTIAL = re.compile(r"(\.(shard|train|val)\S*|manifest\.json|\.bpecli-progress\.json)\.partial")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def read_manifest(path: Path) -> dict:
-    """A manifest.json, checked to be one this bpecli can read."""
-    manifest = _read_json(path)
+def read_manifest(path: Path, garbled: str = "use --force to rebuild") -> dict:
+    """A manifest.json, checked to be one this bpecli can read and to be whole: its settings,
+    its shards (see _checked_shards) and its totals; garbled says what to do when it is no
+    JSON object."""
+    manifest = _read_json(path, garbled)
     if manifest.get("format_version") != FORMAT_VERSION:
         raise OutputError(f"{path}: format_version {manifest.get('format_version')} is not {FORMAT_VERSION}; "
                           "use the bpecli that wrote it, or encode again with --force")
-    _checked_shards(path, manifest)
-    for key, kind in {"total_tokens": int, "total_documents": int, "dtype": str, "shard_tokens": int,
-                      "inputs": list, "tokenizer": dict}.items():
-        if not isinstance(manifest.get(key), kind):
-            raise OutputError(f"{path}: damaged ({key!r} is missing or malformed); encode again with --force to rebuild")
-    if not all(isinstance(item, dict) and isinstance(item.get("path"), str) for item in manifest["inputs"]):
-        raise OutputError(f"{path}: damaged ('inputs' is malformed); encode again with --force to rebuild")
+    checks = {
+        "total_tokens": _is_count, "total_documents": _is_count, "text_column": lambda v: isinstance(v, str),
+        "shard_tokens": lambda v: _is_count(v) and v >= 1, "dtype": lambda v: v in ("uint16", "uint32"),
+        "shard_format": lambda v: v in SHARD_SUFFIX, "val_fraction": lambda v: v is None or _is_fraction(v),
+        "eot": _is_token, "bos": _is_token, "max_id": _is_count,
+        "tokenizer": lambda v: isinstance(v, dict) and _is_count(v.get("vocab_size")),
+        "inputs": lambda v: isinstance(v, list) and all(isinstance(i, dict) and isinstance(i.get("path"), str) for i in v),
+    }
+    optional = {"shard_format", "val_fraction", "bos", "max_id"}  # not written by every bpecli of this format
+    for key, check in checks.items():
+        if not (key in optional and key not in manifest) and not check(manifest.get(key)):
+            raise _damaged(path, f"{key!r} is missing or malformed")
+    shards = _checked_shards(path, manifest, manifest)
+    for key, field in (("total_tokens", "tokens"), ("total_documents", "documents")):
+        if manifest[key] != sum(shard[field] for shard in shards):
+            raise _damaged(path, f"{key} {manifest[key]:,} is not the sum over its shards")
+    if "splits" in manifest and manifest["splits"] != _split_totals(shards, splits_of(manifest.get("val_fraction"))):
+        raise _damaged(path, "'splits' does not add up to its shards")
     return manifest
+
+
+def _split_totals(shards: list[dict], splits: list[str]) -> dict:
+    """What the manifest says of each split. Example: {"train": {"tokens": 9, "documents": 2, "shards": [...]}, "val": ...}"""
+    of = {split: [s for s in shards if _split_of(s["file"]) == split] for split in splits}
+    return {split: {"tokens": sum(s["tokens"] for s in of[split]), "documents": sum(s["documents"] for s in of[split]),
+                    "shards": [s["file"] for s in of[split]]} for split in splits}
+
+
+def _is_fraction(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1
+
+
+def _is_token(value) -> bool:
+    """None, or an eot or bos as the manifest records it: {"id": 50256, "token": "<|endoftext|>"}."""
+    return value is None or (isinstance(value, dict) and _is_count(value.get("id")))
 
 
 def file_sha256(path: Path) -> str:
@@ -470,18 +672,26 @@ def _write_json_atomically(document: dict, path: Path) -> None:
     _write_atomically((json.dumps(document, indent=1) + "\n").encode("utf-8"), path, path.with_name(path.name + ".partial"))
 
 
-def _write_atomically(data: bytes, path: Path, temporary: Path, sync: bool = False) -> None:
-    """data under path, whole or not at all: written to temporary (flushed to disk if sync) and
-    renamed; the temporary file never stays behind."""
+def _write_atomically(data: bytes, path: Path, temporary: Path) -> None:
+    """data under path, whole or not at all: written to temporary and renamed; the temporary
+    file never stays behind."""
     try:
-        with open(temporary, "wb") as f:
-            f.write(data)
-            if sync:
-                f.flush()
-                os.fsync(f.fileno())
+        _write_file(data, temporary)
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
+        raise
+
+
+def _write_file(data: bytes, path: Path) -> None:
+    """data in a new file at path, flushed to disk; removed again if that fails."""
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        path.unlink(missing_ok=True)
         raise
 
 
@@ -511,6 +721,7 @@ class _Stream:
     count: int = 0
     documents: int = 0
     starts: list = field(default_factory=list)  # arrays of where documents start in the shard being written
+    unchecked: bool = False  # resumed: its last kept shard is yet to be found ending where the journal says
 
 
 class _ShardWriter:
@@ -539,18 +750,19 @@ class _ShardWriter:
         for shard in self.shards:
             stream = self.streams[_split_of(shard["file"])]
             stream.shards.append(shard)
-            stream.resume_part, stream.skip = shard["next_part"], shard["skip"]
+            # a stream's last shard (next_part None) was closed when the inputs ended: it takes nothing more
+            stream.resume_part = UNBOUNDED if shard["next_part"] is None else shard["next_part"]
+            stream.skip = shard["skip"]
+            stream.unchecked = stream.resume_part != UNBOUNDED
         self.total_tokens = sum(s["tokens"] for s in kept)
         self.parts: list[tuple[str, str]] = []  # (input label, sha256) of every part read
         self.journaled = len(self.shards)
         self.journaled_at = 0.0
 
     def resume_part(self) -> int:
-        """The first part some stream still needs."""
-        return min(stream.resume_part for stream in self.streams.values())
-
-    def _temporary(self, stream: _Stream) -> Path:
-        return self.out / f".{shard_name(len(stream.shards), self.format, stream.split)}.partial"
+        """The first part some stream still needs: its resume point, or the part before it when
+        its kept shards end where that part ends (see _check_resume)."""
+        return min(stream.resume_part - (stream.unchecked and not stream.skip) for stream in self.streams.values())
 
     def read(self, index: int, label: str, digest: str) -> None:
         """Record the checksum of part `index` as read; a part an interrupted run read too must
@@ -565,13 +777,15 @@ class _ShardWriter:
         """Add the ids of part number `part` to a split's shards (doc_ends: where each of its
         documents ends); what the stream's kept shards hold already is passed over."""
         stream = self.streams[split]
+        if stream.unchecked and part >= stream.resume_part - (not stream.skip):
+            self._check_resume(stream, ids, part)
         if part < stream.resume_part:
             return
         position = stream.skip if part == stream.resume_part else 0
         doc_starts = np.concatenate(([0], doc_ends[:-1])).astype(np.int64)
         while position < len(ids):
             if stream.file is None:
-                stream.file = self._guarded(open, self._temporary(stream), "wb")
+                stream.file = self._guarded(open, self._temporaries(stream)[0], "wb")
                 self._guarded(stream.file.write, self.full_header)
                 stream.digest = hashlib.sha256(self.full_header)
                 stream.starts = []
@@ -608,8 +822,33 @@ class _ShardWriter:
                 total[split]["documents"] += documents
         return total
 
-    def finish(self, inputs: list[tuple[str, str]]) -> dict:
-        """Close the last shard of each stream and write manifest.json; the journal goes."""
+    # ids compared at the end of a resumed stream's last kept shard: enough to tell any two places apart
+    RESUME_CHECK = 1 << 12
+
+    def _check_resume(self, stream: _Stream, ids: np.ndarray, part: int) -> None:
+        """The ids of part `part` agree with the journal's word on where the stream's last kept
+        shard ends (skip ids into part resume_part, or the end of the part before it if skip is 0):
+        a journal edited or damaged to point elsewhere would lose or repeat ids without it."""
+        stream.unchecked = False
+        last = stream.shards[-1]
+        if part == stream.resume_part and stream.skip >= len(ids):
+            raise _damaged(self.out / JOURNAL, f"{last['file']} is said to end {stream.skip:,} ids into part "
+                                               f"{part:,}, which has {len(ids):,}")
+        before = ids[: stream.skip] if part == stream.resume_part else ids
+        n = min(len(before), last["tokens"], self.RESUME_CHECK)
+        with open(self.out / last["file"], "rb") as f:
+            f.seek(-n * self.dtype.itemsize, os.SEEK_END)
+            tail = np.frombuffer(f.read(n * self.dtype.itemsize), dtype=self.dtype)
+        if not np.array_equal(tail, before[len(before) - n :]):
+            where = f"{stream.skip:,} ids into part {part:,}" if stream.skip else f"where part {part:,} ends"
+            raise _damaged(self.out / JOURNAL, f"{last['file']} does not end {where}, as it says")
+
+    def finish(self, inputs: list[tuple[str, str]], max_id: int) -> dict:
+        """Close the last shard of each stream and write manifest.json (max_id: the tokenizer's
+        largest id, which no id in a shard passes); the journal goes."""
+        if len(self.parts) < len(self.recorded) or any(stream.unchecked for stream in self.streams.values()):
+            raise _damaged(self.out / JOURNAL, f"it lists {len(self.recorded):,} parts read, or shards ending in them, "
+                                               f"where the inputs hold {len(self.parts):,}")
         for stream in self.streams.values():
             if stream.file is not None:
                 self._close(stream, None, 0)
@@ -625,6 +864,7 @@ class _ShardWriter:
         shards = [s for split in self.splits for s in self.streams[split].shards]
         manifest = {
             **self.settings,
+            "max_id": max_id,
             "total_tokens": sum(s["tokens"] for s in shards),
             "total_documents": sum(s["documents"] for s in shards),
             "shards": [{k: s[k] for k in ("file", "tokens", "documents", "sha256", "index", "index_sha256") if k in s}
@@ -632,15 +872,13 @@ class _ShardWriter:
             "read": read,
         }
         if len(self.splits) > 1:
-            manifest["splits"] = {
-                split: {"tokens": sum(s["tokens"] for s in self.streams[split].shards),
-                        "documents": sum(s["documents"] for s in self.streams[split].shards),
-                        "shards": [s["file"] for s in self.streams[split].shards]}
-                for split in self.splits
-            }
+            manifest["splits"] = _split_totals(shards, self.splits)
         self._guarded(_write_json_atomically, manifest, self.out / MANIFEST)
-        (self.out / JOURNAL).unlink(missing_ok=True)
         self.journaled = len(self.shards)
+        try:
+            (self.out / JOURNAL).unlink(missing_ok=True)
+        except OSError:  # the folder is finished whatever: a manifest outranks a journal beside it
+            pass
         return manifest
 
     def discard(self) -> None:
@@ -653,15 +891,19 @@ class _ShardWriter:
                 except OSError:  # its buffered bytes had nowhere to go (a full disk): the file goes anyway
                     pass
                 stream.file = None
-            self._temporary(stream).unlink(missing_ok=True)
+            for temporary in self._temporaries(stream):
+                temporary.unlink(missing_ok=True)
         if self.journaled < len(self.shards):
             try:
-                self._write_journal()
+                self._write_journal(self.shards)
             except OSError:
                 pass  # the shards past the journal are written again by a rerun
 
     def _close(self, stream: _Stream, next_part: int | None, skip: int) -> None:
-        file, temporary = stream.file, self._temporary(stream)
+        """Finish a stream's shard: its file and document index are written out under temporary
+        names, recorded in the journal, and only then renamed, so that a shard or index under
+        its own name is always one the journal knows (a rerun never finds files of unknown origin)."""
+        file, (temporary, index_temporary) = stream.file, self._temporaries(stream)
         # a full shard's sha256 was taken as it was written; the last one's header is written again
         digest = stream.digest.hexdigest() if stream.count == self.shard_tokens else None
         if stream.count != self.shard_tokens:  # the last shard: its header names its real length
@@ -679,25 +921,30 @@ class _ShardWriter:
         self._guarded(file.close)
         stream.file = None
         name = shard_name(len(stream.shards), self.format, stream.split)
-        index = self.out / index_name(name)
         buffer = io.BytesIO()
         np.save(buffer, np.concatenate(stream.starts).astype("<i8"))
-        self._guarded(_write_atomically, buffer.getvalue(), index, index.with_name(f".{index.name}.partial"), True)
+        self._guarded(_write_file, buffer.getvalue(), index_temporary)
         shard = {"file": name, "tokens": stream.count, "documents": stream.documents, "sha256": digest or file_sha256(temporary),
-                 "index": index.name, "index_sha256": hashlib.sha256(buffer.getvalue()).hexdigest(),
+                 "index": index_name(name), "index_sha256": hashlib.sha256(buffer.getvalue()).hexdigest(),
                  "next_part": next_part, "skip": skip}
+        if not self.journaled or time.monotonic() - self.journaled_at > self.JOURNAL_SECONDS:
+            self._guarded(self._write_journal, self.shards + [shard])
+        self._guarded(os.replace, index_temporary, self.out / index_name(name))
+        self._guarded(os.replace, temporary, self.out / name)
         self.shards.append(shard)
         stream.shards.append(shard)
-        if not self.journaled or time.monotonic() - self.journaled_at > self.JOURNAL_SECONDS:
-            self._guarded(self._write_journal)  # before the rename: a shard under its name is always known
-        self._guarded(os.replace, temporary, self.out / name)
         stream.count = stream.documents = 0
 
-    def _write_journal(self) -> None:
+    def _temporaries(self, stream: _Stream) -> tuple[Path, Path]:
+        """The temporary names of the shard a stream is writing and of its document index."""
+        name = shard_name(len(stream.shards), self.format, stream.split)
+        return self.out / f".{name}.partial", self.out / f".{index_name(name)}.partial"
+
+    def _write_journal(self, shards: list[dict]) -> None:
         digests = [digest for _, digest in self.parts] or self.recorded
-        _write_json_atomically({"settings": self.settings, "shards": self.shards, "parts": digests,
+        _write_json_atomically({"settings": self.settings, "shards": shards, "parts": digests,
                                 "written": self.part_written[: len(digests)]}, self.out / JOURNAL)
-        self.journaled, self.journaled_at = len(self.shards), time.monotonic()
+        self.journaled, self.journaled_at = len(shards), time.monotonic()
 
     def _guarded(self, action, *args):
         """Run a file operation; a full disk or any other OS error becomes one clear line."""
@@ -705,8 +952,8 @@ class _ShardWriter:
             return action(*args)
         except OSError as e:
             self.discard()
-            raise OutputError(f"{self.out}: cannot write ({e.strerror or e}); the unfinished shard was removed, "
-                              "and a rerun keeps the finished ones") from None
+            raise OutputError(f"{self.out}: cannot write ({e.strerror or e}); nothing unfinished was left there, "
+                              "and the same command run again keeps the finished shards") from None
 
 
 # ---- encoding parts in worker processes --------------------------------------------------------
@@ -786,33 +1033,47 @@ def _encode_in_order(numbered: Iterator[tuple[int, Part]], workers: int, schedul
 
 
 def verify(out_dir: str | Path) -> list[str]:
-    """Re-hash every shard against manifest.json; the problems found, first bad shard first."""
+    """Re-hash every shard against manifest.json; the problems found, first bad shard first.
+    Only files in the folder are read, and only local inputs are looked at: a manifest's word is
+    no reason to reach out over a network."""
     out = Path(out_dir)
     manifest_path = out / MANIFEST
-    if not manifest_path.is_file():
+    if not os.path.lexists(manifest_path):
         raise InputError(f"{out}: no {MANIFEST} here (not a finished shard folder)")
-    manifest = read_manifest(manifest_path)
+    manifest = read_manifest(manifest_path, UNREADABLE)
     problems = []
     for shard in manifest["shards"]:
-        path = out / shard["file"]
-        if not path.is_file():
-            problems.append(f"{shard['file']}: missing")
-        elif file_sha256(path) != shard["sha256"]:
-            problems.append(f"{shard['file']}: sha256 does not match the manifest")
-        index = shard.get("index")
-        if isinstance(index, str):
-            if not (out / index).is_file():
-                problems.append(f"{index}: missing")
-            elif file_sha256(out / index) != shard.get("index_sha256"):
-                problems.append(f"{index}: sha256 does not match the manifest")
+        for name, digest in ((shard["file"], shard["sha256"]), (shard.get("index"), shard.get("index_sha256"))):
+            if name is None:
+                continue
+            if not os.path.lexists(out / name):
+                problems.append(f"{name}: missing")
+            elif not _is_file_here(out / name):
+                problems.append(f"{name}: not a file of its own (a link or a folder, which bpecli never writes)")
+            elif file_sha256(out / name) != digest:
+                problems.append(f"{name}: sha256 does not match the manifest")
     for before in manifest["inputs"]:  # inputs still where they were must be as they were read
         path = before["path"]
-        if before.get("mtime_ns") is None or not (is_uri(path) or os.path.isfile(path)):
+        if before.get("mtime_ns") is None or is_uri(path) or not os.path.isfile(path):
             continue
         try:
             now = _input_identity(path, path)
-        except InputError:  # an object no longer there: the shards do not need it
+        except InputError:  # a file no longer there: the shards do not need it
             continue
         if now != before:
             problems.append(f"input {path} changed since these shards were written from it; encode again with --force")
     return problems
+
+
+def checked_shard(path: Path, shard: dict, manifest: dict) -> np.ndarray:
+    """A shard's ids (memory-mapped), once it is found to be a file of the folder holding the
+    manifest's dtype and its number of tokens: nothing is sized from ids that are not."""
+    if not _is_file_here(path):
+        raise InputError(f"{path}: missing, or not a file of its own; {REBUILD}")
+    ids = read_shard(path)
+    if ids.dtype != np.dtype(manifest["dtype"]).newbyteorder("<"):
+        kind = ids.dtype.name + (" (big-endian)" if ids.dtype.byteorder == ">" else "")
+        raise InputError(f"{path}: holds {kind} ids where the manifest says {manifest['dtype']}; {REBUILD}")
+    if len(ids) != shard["tokens"]:
+        raise InputError(f"{path}: holds {len(ids):,} ids where the manifest says {shard['tokens']:,}; {REBUILD}")
+    return ids

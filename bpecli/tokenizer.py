@@ -485,6 +485,7 @@ class Tokenizer:
             raise BpecliError(f"token ids must be integers, not {ids.dtype}")
         blocks = []
         for at in range(0, len(ids), 1 << 16):  # blocks whose index arrays fit the caches: 2x faster
+            # (a uint64 id past int64 turns negative here: outside the vocabulary, and named as it was)
             block = ids[at : at + (1 << 16)].astype(np.int64)
             if sparse is not None:
                 where = np.minimum(np.searchsorted(sparse, block), len(sparse) - 1)
@@ -493,7 +494,7 @@ class Tokenizer:
                 where = np.clip(block, 0, len(lengths) - 1)
                 bad = (block < 0) | (block >= len(lengths)) | (lengths[where] == 0)
             if bad.any():
-                raise UnknownIdError(f"id {block[bad][0]} is not in the vocabulary")
+                raise UnknownIdError(f"id {ids[at + int(np.argmax(bad))]} is not in the vocabulary")
             blocks.append(data[spans(starts[where], lengths[where])].tobytes())
         return b"".join(blocks)
 

@@ -228,9 +228,9 @@ def test_encode_out_writes_shards_and_reports_a_finished_folder(gpt2_vocab, tmp_
 def test_encode_out_bad_input_is_one_line_and_leaves_no_shard(gpt2_vocab, tmp_path, name, content, args, message):
     path = tmp_path / name
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    result = run("encode", "-t", gpt2_vocab, path, "--out", tmp_path / "out", *args)
+    result = run("encode", "-t", gpt2_vocab, path, "--out", tmp_path / "out" / "shards", *args)
     assert message in one_line_error(result)
-    assert not list(tmp_path.glob("out/*shard*")) and not (tmp_path / "out" / "manifest.json").exists()
+    assert not (tmp_path / "out").exists()  # no empty folder either, nor the parent made for it
 
 
 def test_a_killed_encode_rerun_ends_byte_identical(gpt2_vocab, tmp_path):
@@ -620,6 +620,45 @@ def test_a_damaged_manifest_is_one_line_everywhere(gpt2_vocab, tmp_path):
     assert "not a bpecli file" in one_line_error(run("inspect", out))
 
 
+@pytest.mark.parametrize("content", ['{"text": "fine"}\nnot json\n', "<|endoftext|>"])
+def test_train_on_bad_input_leaves_no_folder_either(tmp_path, content):
+    (tmp_path / "bad.jsonl").write_text(content)
+    one_line_error(run("train", tmp_path / "bad.jsonl", "--vocab-size", 300, "--out", tmp_path / "out" / "tok", "-q"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]
+
+
+def test_inspect_of_a_garbled_manifest_says_what_an_inspect_user_can_do(gpt2_vocab, tmp_path):
+    corpus = tmp_path / "t.txt"
+    corpus.write_text("hello world<|endoftext|>again")
+    out = tmp_path / "out"
+    assert run("encode", "-t", gpt2_vocab, corpus, "--out", out, "-q").exit_code == 0
+    (out / "manifest.json").write_text('{"format_version": 1, "shards": [')
+    for command in (["inspect", out], ["inspect", out, "--verify"]):
+        line = one_line_error(run(*command))
+        assert line.startswith(f"bpecli: error: {out / 'manifest.json'}: not valid JSON (")
+        assert line.endswith("inspect shows only folders bpecli encode finished: encode the corpus again into a new --out folder")
+
+
+@pytest.mark.system
+def test_inspect_into_a_reader_that_leaves_early_exits_0_quietly(gpt2_vocab, tmp_path):
+    corpus = tmp_path / "t.txt"
+    corpus.write_text("hello world<|endoftext|>again" * 50)
+    assert run("encode", "-t", gpt2_vocab, corpus, "--out", tmp_path / "out", "--shard-tokens", 20, "-q").exit_code == 0
+    for target in (tmp_path / "out", gpt2_vocab):
+        for reader in ("head -1", "true"):
+            done = shell(f"bpecli inspect {target} | {reader}; exit ${{PIPESTATUS[0]}}")
+            assert (done.returncode, done.stderr) == (0, ""), (target, reader)
+
+
+@pytest.mark.parametrize("command", ["encode", "train"])
+def test_json_of_an_out_folder_named_in_bytes_that_are_not_utf8(gpt2_vocab, tmp_path, command):
+    corpus = tmp_path / "t.txt"
+    corpus.write_text("hello world<|endoftext|>again")
+    out = os.fsdecode(bytes(tmp_path / "caf") + b"\xe9")  # latin-1 "café"
+    args = ["-t", gpt2_vocab, corpus] if command == "encode" else [corpus, "--vocab-size", 260]
+    result = run(command, *args, "--out", out, "--json", "-q")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["out"] == out and os.path.isdir(os.fsencode(out))
 def test_version():
     import bpecli
 

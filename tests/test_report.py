@@ -213,8 +213,8 @@ def damage(out, how):
 
 @pytest.mark.parametrize("how, message", [
     ("id past the vocabulary", "id 60,000 at position 123 is outside the vocabulary"),
-    ("shorter than the manifest", "ids, but the manifest says"),
-    ("another dtype", "holds uint32 ids, but the manifest says uint16"),
+    ("shorter than the manifest", "ids where the manifest says"),
+    ("another dtype", "holds uint32 ids where the manifest says uint16"),
     ("an index out of order", "not the positions of documents"),
     ("tallies that do not add up", "do not add up"),
 ])

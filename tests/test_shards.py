@@ -217,7 +217,7 @@ def test_a_full_disk_leaves_no_partial_shard(gpt2, sample_file, tmp_path, monkey
     monkeypatch.setattr(shards.os, "fsync", no_space)
     with pytest.raises(OutputError, match="No space left on device"):
         write_shards(gpt2, [str(sample_file)], tmp_path / "out", shard_tokens=100_000, eot=EOT)
-    assert [p.name for p in (tmp_path / "out").iterdir() if p.name != ".bpecli-lock"] == []
+    assert not (tmp_path / "out").exists()  # it held nothing finished: the folder made for it goes too
 
 
 def test_a_pattern_without_the_vectorised_path_shards_the_same_ids(cl100k_file, kernel_docs_sample, tmp_path):
@@ -568,3 +568,512 @@ def test_the_manifest_says_what_each_input_gave_each_split_resumed_or_not(gpt2, 
     assert any(s["file"].startswith("val_") for s in kept)  # both splits resume past their first parts
     assert write_shards(gpt2, inputs, tmp_path / "cut", **options).status == "resumed"
     assert (tmp_path / "cut" / "manifest.json").read_bytes() == (tmp_path / "whole" / "manifest.json").read_bytes()
+
+
+# ---- a disk that fills up at any write: nothing half-written stays, and a rerun finishes ----
+
+def run_bpecli(*args, journal_every_shard=False, trace=None):
+    """bpecli as a process (optionally with the journal written at every shard, and its failed
+    system calls traced into the file `trace`)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom bpecli import shards\nfrom bpecli.cli import main\n"
+            + ("shards._ShardWriter.JOURNAL_SECONDS = 0\n" if journal_every_shard else "") + "main()\n")
+    command = [sys.executable, "-c", code, *map(str, args)]
+    if trace is not None:
+        command = ["strace", "-f", "-y", "-Z", "-e", "trace=write", "-o", str(trace), *command]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def fill(disk, free_pages: int):
+    """Leave exactly free_pages pages of 4 KiB free on a tmpfs (by one file of zeros)."""
+    filler = disk / "filler"
+    filler.unlink(missing_ok=True)
+    stat = os.statvfs(disk)
+    with open(filler, "wb") as f:
+        f.write(bytes(stat.f_bavail * stat.f_frsize - free_pages * 4096))
+    return filler
+
+
+def failed_write(trace) -> str:
+    """Which file the first write that failed was for: shard, index, journal or manifest."""
+    import re
+
+    for line in trace.read_text().splitlines():
+        found = re.search(r"write\(\d+<[^>]*/([^/>]+)>.*= -1 ENOSPC", line)
+        if found:
+            name = found.group(1)
+            return ("journal" if name.startswith(".bpecli-progress") else "manifest" if name.startswith("manifest")
+                    else "index" if ".idx" in name else "shard")
+    return "none"
+
+
+@pytest.mark.system
+def test_a_disk_that_fills_at_any_write_leaves_no_trace_and_a_rerun_with_room_finishes(gpt2_vocab, kernel_docs_sample,
+                                                                                      tmp_path, tiny_disk):
+    """A real 64 KiB tmpfs, filled so that the shard, its document index, the journal or the
+    manifest is the write that finds it full: one line, no .partial file, no shard or index the
+    journal does not know of; freed, the same command finishes the folder, byte for byte."""
+    import shutil
+
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed (it tells which write found the disk full)")
+    corpus_file = tmp_path / "docs.txt"
+    corpus_file.write_text(kernel_docs_sample[:20_000], encoding="utf-8")
+    command = ["encode", "-t", gpt2_vocab, corpus_file, "--shard-tokens", "1500", "-q", "--out"]
+    assert run_bpecli(*command, tmp_path / "roomy").returncode == 0
+    reference = shard_bytes(tmp_path / "roomy")
+    assert 4 < len(reference) < 16  # shards and indexes of a page each, and the manifest: they fit
+
+    out, trace, seen = tiny_disk / "out", tmp_path / "trace.txt", {}
+    # the journal written at every shard: the first few pages fill at a shard, an index or the
+    # journal; at its usual pace (once a second) the last page fills at the manifest
+    attempts = [(True, free) for free in range(5)] + [(False, free) for free in range(len(reference), 4, -1)]
+    for every_shard, free in attempts:
+        if "manifest" in seen and not every_shard:
+            break
+        shutil.rmtree(out, ignore_errors=True)
+        filler = fill(tiny_disk, free)
+        done = run_bpecli(*command, out, journal_every_shard=every_shard, trace=trace)
+        where = failed_write(trace)
+        if where == "none":
+            assert done.returncode == 0, done.stderr
+            continue
+        seen.setdefault(where, free)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, (free, where, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1 and "No space left on device" in done.stderr, done.stderr
+        left = sorted(p.name for p in out.iterdir()) if out.exists() else []  # (gone if it held nothing yet)
+        assert not [n for n in left if n.endswith(".partial")] and "manifest.json" not in left, (free, where, left)
+        if [n for n in left if n.startswith("shard_")]:  # a shard or index under its name: the journal knew of it
+            journal = json.loads((out / ".bpecli-progress.json").read_text())
+            assert "shard_00000.idx" not in left or journal["shards"][0]["index"] == "shard_00000.idx"
+        filler.unlink()
+        again = run_bpecli(*command, out)
+        assert again.returncode == 0, (free, where, again.stderr)
+        assert shard_bytes(out) == reference
+        assert verify(out) == []
+    assert set(seen) == {"shard", "index", "journal", "manifest"}, seen
+
+
+@pytest.mark.system
+def test_a_manifest_that_cannot_be_written_after_the_journal_listed_the_last_shard_resumes(gpt2_vocab, kernel_docs_sample,
+                                                                                           tmp_path):
+    """The journal lists every shard, the last one too (it ends where the inputs end), and then
+    the manifest's writes fail (injected by strace): the same command run again finishes."""
+    import shutil
+
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed (it makes the manifest's writes fail)")
+    corpus_file = tmp_path / "docs.txt"
+    corpus_file.write_text(kernel_docs_sample[:20_000], encoding="utf-8")
+    command = ["encode", "-t", gpt2_vocab, corpus_file, "--shard-tokens", "1500", "-q", "--out"]
+    assert run_bpecli(*command, tmp_path / "roomy").returncode == 0
+    out = tmp_path / "out"
+    code = ("import sys\nfrom bpecli import shards\nfrom bpecli.cli import main\n"
+            "shards._ShardWriter.JOURNAL_SECONDS = 0\nmain()\n")
+    import subprocess
+    import sys
+
+    done = subprocess.run(["strace", "-f", "-o", os.devnull, "-P", str(out / "manifest.json.partial"),
+                           "-e", "trace=write", "-e", "inject=write:error=ENOSPC",
+                           sys.executable, "-c", code, *map(str, command), str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "No space left on device" in done.stderr, done.stderr
+    journal = json.loads((out / ".bpecli-progress.json").read_text())
+    assert journal["shards"][-1]["next_part"] is None  # the last shard, as the inputs ended
+    again = run_bpecli(*command, out)
+    assert again.returncode == 0, again.stderr
+    assert shard_bytes(out) == shard_bytes(tmp_path / "roomy")
+
+
+# ---- the journal and the manifest are data from outside: checked, never turned into output ----
+
+def shift(key, by):
+    return lambda shard: shard.update({key: shard[key] + by})
+
+
+JOURNAL_DAMAGE = {  # what is done to the last shard the journal lists -> what the error says
+    "a part counter set far past the inputs": (lambda s: s.update(next_part=10**6), "past the"),
+    "a negative skip": (lambda s: s.update(skip=-100), "whole numbers from 0 on"),
+    "a skip past its part": (lambda s: s.update(skip=10**6), "does not follow on"),
+    "a skip as text": (lambda s: s.update(skip="12"), "whole numbers from 0 on"),
+    "a part counter of true": (lambda s: s.update(next_part=True), "whole numbers from 0 on"),
+    "a fractional part counter": (lambda s: s.update(next_part=2.5), "whole numbers from 0 on"),
+    "no skip": (lambda s: s.pop("skip"), "whole numbers from 0 on"),
+    "no part counter": (lambda s: s.pop("next_part"), "whole numbers from 0 on"),
+    "an index outside the folder": (lambda s: s.update(index="../outside.idx"), "its document index is '../outside.idx'"),
+    "a shard of another split": (lambda s: s.update(file="val_00000.npy"), "where shard_0000"),
+    "fewer tokens than its file": (lambda s: s.update(tokens=s["tokens"] - 1), "fewer than shard_tokens"),
+    "an end moved back one part": (shift("next_part", -1), "does not end"),
+    "an end moved 100 ids on": (shift("skip", 100), "does not end"),
+    "an end moved 100 ids back": (shift("skip", -100), "does not end"),
+    "no sha256": (lambda s: s.pop("sha256"), "'sha256' is missing"),
+}
+
+
+@pytest.fixture
+def interrupted(gpt2, kernel_docs_sample, tmp_path, monkeypatch):
+    """(write, folder of an interrupted run, the ids of the whole run): parts of 16 KB, shards of
+    5,000 tokens, the last kept one ending inside a part."""
+    corpus_path = tmp_path / "docs.txt"
+    corpus_path.write_text(kernel_docs_sample[:300_000], encoding="utf-8")
+    monkeypatch.setattr(corpus, "PART_BYTES", 1 << 14)
+
+    def write(out, **options):
+        return write_shards(gpt2, [str(corpus_path)], out, shard_tokens=5000, eot=EOT, **options)
+
+    write(tmp_path / "whole")
+    with pytest.raises(KeyboardInterrupt):
+        write(tmp_path / "cut", progress=Interrupt(after=8))
+    journal = json.loads((tmp_path / "cut" / ".bpecli-progress.json").read_text())
+    assert len(journal["shards"]) > 3 and journal["shards"][-1]["skip"] > 0
+    return write, tmp_path / "cut", concatenated(tmp_path / "whole")
+
+
+@pytest.mark.parametrize("damage", sorted(JOURNAL_DAMAGE))
+def test_a_damaged_journal_is_refused_never_resumed(interrupted, tmp_path, damage):
+    import shutil
+
+    write, cut, whole = interrupted
+    change, message = JOURNAL_DAMAGE[damage]
+    out = tmp_path / "damaged"
+    shutil.copytree(cut, out)
+    journal = json.loads((out / ".bpecli-progress.json").read_text())
+    change(journal["shards"][-1])
+    (out / ".bpecli-progress.json").write_text(json.dumps(journal))
+    before = shard_bytes(out)
+    with pytest.raises(OutputError, match=r"\.bpecli-progress\.json: damaged \(.*" + message) as error:
+        write(out)
+    assert str(error.value).endswith("encode again with --force to rebuild the folder")
+    assert not (out / "manifest.json").exists()
+    assert {name: data for name, data in shard_bytes(out).items() if not name.endswith(".partial")} == before
+    assert write(out, force=True).status == "written" and concatenated(out).tolist() == whole.tolist()
+
+
+def test_a_journal_of_parts_that_are_not_checksums_is_refused(interrupted, tmp_path):
+    write, cut, _ = interrupted
+    journal_path = cut / ".bpecli-progress.json"
+    for parts in (None, [1, 2, 3], ["x" * 64]):
+        journal_path.write_text(json.dumps({**json.loads(journal_path.read_text()), "parts": parts}))
+        with pytest.raises(OutputError, match="damaged \\(its list of the parts read is missing or malformed\\)"):
+            write(cut)
+
+
+def test_a_journal_with_strange_settings_is_one_line(interrupted):
+    write, cut, _ = interrupted
+    journal_path = cut / ".bpecli-progress.json"
+    journal = json.loads(journal_path.read_text())
+    journal["settings"]["inputs"][0]["size"] = "large"
+    journal_path.write_text(json.dumps(journal))
+    with pytest.raises(OutputError, match='unfinished run of other settings .*"large" -> '):
+        write(cut)
+
+
+def test_an_intact_journal_still_resumes_to_the_same_ids(interrupted):
+    write, cut, whole = interrupted
+    assert write(cut).status == "resumed" and concatenated(cut).tolist() == whole.tolist()
+
+
+def test_a_journal_with_a_missing_or_non_integer_field_is_one_line_from_the_command(interrupted, gpt2_vocab, tmp_path):
+    from typer.testing import CliRunner
+
+    from bpecli.cli import app
+
+    _, cut, _ = interrupted
+    journal_path = cut / ".bpecli-progress.json"
+    intact = json.loads(journal_path.read_text())
+    for field, value in (("tokens", None), ("skip", "many"), ("next_part", 1.5), ("documents", [])):
+        journal = json.loads(json.dumps(intact))
+        journal["shards"][1][field] = value
+        if value is None:
+            del journal["shards"][1][field]
+        journal_path.write_text(json.dumps(journal))
+        result = CliRunner().invoke(app, ["encode", "-t", str(gpt2_vocab), str(tmp_path / "docs.txt"), "--out", str(cut),
+                                          "--shard-tokens", "5000", "-q"])
+        assert result.exit_code == 1 and "Traceback" not in result.output
+        (line,) = result.output.strip().splitlines()
+        assert line.startswith(f"bpecli: error: {journal_path}: damaged (shard_00001.npy") and line.endswith("--force to rebuild the folder")
+
+
+MANIFEST_DAMAGE = {  # what is done to a finished folder's manifest -> what the error says
+    "an index outside the folder": (lambda m: m["shards"][0].update(index="../outside.idx"), "its document index is"),
+    "an index that is a shard": (lambda m: m["shards"][0].update(index="shard_00001.npy"), "its document index is"),
+    "shards out of order": (lambda m: m["shards"].reverse(), "where shard_00000.npy comes next"),
+    "a short shard before the last": (lambda m: m["shards"][0].update(tokens=10), "fewer than shard_tokens"),
+    "totals that do not add up": (lambda m: m.update(total_tokens=m["total_tokens"] + 1), "not the sum over its shards"),
+    "a dtype of int64": (lambda m: m.update(dtype="int64"), "'dtype' is missing or malformed"),
+    "no shard_tokens": (lambda m: m.pop("shard_tokens"), "'shard_tokens' is missing"),
+    "an eot id of -1": (lambda m: m.update(eot={"id": -1}), "'eot' is missing or malformed"),
+    "a largest id of text": (lambda m: m.update(max_id="50256"), "'max_id' is missing or malformed"),
+}
+
+
+@pytest.fixture
+def finished(gpt2, kernel_docs_sample, tmp_path):
+    (tmp_path / "docs.txt").write_text(kernel_docs_sample[:100_000], encoding="utf-8")
+    out = tmp_path / "out"
+    write_shards(gpt2, [str(tmp_path / "docs.txt")], out, shard_tokens=5000, eot=EOT)
+    return out
+
+
+@pytest.mark.parametrize("damage", sorted(MANIFEST_DAMAGE))
+def test_a_damaged_manifest_is_refused_by_every_reader(finished, gpt2, tmp_path, damage):
+    change, message = MANIFEST_DAMAGE[damage]
+    manifest = json.loads((finished / "manifest.json").read_text())
+    change(manifest)
+    (finished / "manifest.json").write_text(json.dumps(manifest))
+    (tmp_path / "outside.idx").write_bytes(b"not theirs to read")
+    for reader in (verify, shard_figures,
+                   lambda out: write_shards(gpt2, [str(tmp_path / "docs.txt")], out, shard_tokens=5000, eot=EOT)):
+        with pytest.raises(OutputError, match=r"manifest\.json: damaged \(.*" + message):
+            reader(finished)
+
+
+def test_verify_reads_no_file_outside_the_folder(finished, tmp_path):
+    (tmp_path / "secret").write_bytes(b"another file's content")
+    (finished / "shard_00001.npy").unlink()
+    (finished / "shard_00001.npy").symlink_to(tmp_path / "secret")
+    (finished / "shard_00002.idx").unlink()
+    (finished / "shard_00002.idx").symlink_to(tmp_path / "nowhere")
+    problems = verify(finished)
+    assert problems == ["shard_00001.npy: not a file of its own (a link or a folder, which bpecli never writes)",
+                        "shard_00002.idx: not a file of its own (a link or a folder, which bpecli never writes)"]
+    with pytest.raises(InputError, match="shard_00001.npy: missing, or not a file of its own"):
+        shard_figures(finished)
+
+
+@pytest.mark.system
+def test_inspect_verify_of_a_local_folder_never_connects_out(finished):
+    """A manifest naming an input on object storage (here a server of this test's, which counts
+    who calls): verify looks only at local files, the shards being what it checks."""
+    import socket
+    import subprocess
+    import sys
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    callers = []
+
+    def count():
+        while True:
+            try:
+                callers.append(server.accept())
+            except OSError:
+                return
+
+    threading.Thread(target=count, daemon=True).start()
+    manifest = json.loads((finished / "manifest.json").read_text())
+    port = server.getsockname()[1]
+    manifest["inputs"] = [{"path": f"s3://bucket/docs.txt?endpoint_override=127.0.0.1:{port}&scheme=http",
+                           "size": 5, "mtime_ns": 1}]
+    (finished / "manifest.json").write_text(json.dumps(manifest))
+    try:
+        done = subprocess.run([sys.executable, "-m", "bpecli", "inspect", str(finished), "--verify", "--json"],
+                              capture_output=True, text=True, timeout=60, env={**os.environ, "AWS_EC2_METADATA_DISABLED": "true"})
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["verified"] is True and callers == []
+
+
+def test_inspect_checks_each_shard_against_the_manifest_before_counting_its_ids(finished):
+    shard = finished / "shard_00000.npy"
+    tokens = len(np.load(shard))
+    rebuild = "; encode again with --force to rebuild the folder"
+    for ids, message in (
+        (np.full(tokens, 2**15, dtype=np.int64), "holds int64 ids where the manifest says uint16" + rebuild),
+        (np.full(tokens, 5, dtype=">u2"), "holds uint16 \\(big-endian\\) ids where the manifest says uint16" + rebuild),
+        (np.full(tokens - 1, 5, dtype=np.uint16), f"holds {tokens - 1:,} ids where the manifest says {tokens:,}" + rebuild),
+        (np.concatenate([np.full(tokens - 1, 5), [60_000]]).astype(np.uint16),
+         f"id 60,000 at position {tokens - 1:,} is outside the vocabulary; the shard is damaged or of another tokenizer"),
+    ):
+        np.save(shard, ids)
+        with pytest.raises(InputError, match=f"shard_00000.npy: {message}"):
+            shard_figures(finished)
+
+
+def capped(*command: str, memory: int = 1536 << 20, timeout: float = 60):
+    """Run command with at most `memory` bytes of address space: a test that fails must not
+    take the machine's memory with it."""
+    import resource
+    import subprocess
+
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (memory if hard == resource.RLIM_INFINITY else min(memory, hard), hard))
+
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, preexec_fn=cap)
+
+
+@pytest.mark.system
+def test_inspect_of_an_int64_shard_holding_2_31_is_one_line_in_little_memory(finished):
+    import sys
+
+    shard = finished / "shard_00000.npy"
+    np.save(shard, np.concatenate([[2**31 - 1], np.zeros(len(np.load(shard)) - 1, dtype=np.int64)]))
+    done = capped(sys.executable, "-m", "bpecli", "inspect", str(finished))
+    assert done.returncode == 1 and done.stderr == (
+        f"bpecli: error: {shard}: holds int64 ids where the manifest says uint16; "
+        "encode again with --force to rebuild the folder\n")
+
+
+@pytest.mark.system
+def test_inspect_of_shards_with_ids_up_to_2_32_counts_them_in_little_memory(tmp_path):
+    """A special token numbered 2**32 - 2 as the eot: counted apart, not in an array of 32 GB
+    (the process may map 1.5 GB)."""
+    import sys
+
+    from bpecli import PATTERNS, Tokenizer
+
+    tok = Tokenizer(ranks={bytes([b]): b for b in range(256)}, special_tokens={"<|endoftext|>": 2**32 - 2},
+                    pattern=PATTERNS["gpt2"])
+    (tmp_path / "a.txt").write_text("hello<|endoftext|>world<|endoftext|>")
+    write_shards(tok, [str(tmp_path / "a.txt")], tmp_path / "out", eot=2**32 - 2)
+    import pickle
+
+    (tmp_path / "tok.pickle").write_bytes(pickle.dumps(tok))
+    code = ("import json, pickle, sys\nfrom bpecli.report import shard_figures\n"
+            "tok = pickle.loads(open(sys.argv[2], 'rb').read())\n"
+            "print(json.dumps([[e['id'], e['count']] for e in shard_figures(sys.argv[1], tokenizer=tok, top=3)['most_frequent']]))\n")
+    done = capped(sys.executable, "-c", code, str(tmp_path / "out"), str(tmp_path / "tok.pickle"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [[108, 3], [111, 2], [2**32 - 2, 2]]
+
+
+def test_shard_files_that_are_not_what_their_names_say_are_one_line(tmp_path):
+    import struct
+
+    (tmp_path / "ids.npy").write_text("31373 995\n")
+    header = ("{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }" + " " * 20_000 + "\n").encode()
+    (tmp_path / "long.npy").write_bytes(b"\x93NUMPY\x02\x00" + struct.pack("<I", len(header)) + header + bytes(4))
+    llmc = np.zeros(256, dtype="<i4")
+    llmc[:3] = (20240520, 1, 1_000_000)
+    (tmp_path / "short.bin").write_bytes(llmc.tobytes() + bytes(20))
+    llmc[2] = -1
+    (tmp_path / "negative.bin").write_bytes(llmc.tobytes() + bytes(20))
+    for name, message in (
+        ("ids.npy", "not a .npy file (it does not start as one); to decode ids written as text, give a file of another "
+                    "name, or pipe it in on stdin"),
+        ("long.npy", "not a readable shard (Header info length (20058) is large and may not be safe to load securely.)"),
+        ("short.bin", "not a readable shard (its llm.c header says 1,000,000 tokens, but it holds 10)"),
+        ("negative.bin", "not a readable shard (its llm.c header says -1 tokens, but it holds 10)"),
+    ):
+        with pytest.raises(InputError) as error:
+            shards.read_shard(tmp_path / name)
+        assert str(error.value) == f"{tmp_path / name}: {message}" and "allow_pickle" not in str(error.value)
+
+
+def test_decoding_a_shard_names_a_bad_id_as_it_is_written(gpt2, tmp_path):
+    from bpecli.errors import UnknownIdError
+
+    for ids, bad in (([31373, 2**64 - 1], "18446744073709551615"), ([31373, 2**63], "9223372036854775808")):
+        np.save(tmp_path / "u64.npy", np.array(ids, dtype=np.uint64))
+        with pytest.raises(UnknownIdError, match=f"^id {bad} is not in the vocabulary$"):
+            gpt2.decode(shards.read_shard(tmp_path / "u64.npy"))
+    np.save(tmp_path / "neg.npy", np.array([31373, -5], dtype=np.int64))
+    with pytest.raises(UnknownIdError, match="^id -5 is not in the vocabulary$"):
+        gpt2.decode(shards.read_shard(tmp_path / "neg.npy"))
+
+
+@pytest.mark.system
+def test_a_kill_9_before_any_step_of_writing_a_shard_leaves_a_folder_the_rerun_finishes(gpt2_vocab, kernel_docs_sample,
+                                                                                         tmp_path):
+    """Each shard is three files flushed to disk (the shard, its index, the journal) and three
+    renames; a kill -9 (sent by strace as one of them begins) before any of them, for the first
+    shard, the last, and the manifest: the same command run again ends with the same bytes."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed (it sends the kill at each step)")
+    corpus_file = tmp_path / "docs.txt"
+    corpus_file.write_text(kernel_docs_sample[:20_000], encoding="utf-8")
+    command = ["encode", "-t", gpt2_vocab, corpus_file, "--shard-tokens", "1500", "--workers", "1", "-q", "--out"]
+    assert run_bpecli(*command, tmp_path / "roomy").returncode == 0
+    reference = shard_bytes(tmp_path / "roomy")
+    n = len(json.loads((tmp_path / "roomy" / "manifest.json").read_text())["shards"])
+    assert n > 2
+    code = "from bpecli import shards\nfrom bpecli.cli import main\nshards._ShardWriter.JOURNAL_SECONDS = 0\nmain()\n"
+    quiet = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # no .pyc renamed into place by python itself
+    for syscall in ("fsync", "rename"):
+        for when in (1, 2, 3, 3 * n - 2, 3 * n - 1, 3 * n, 3 * n + 1):  # the first shard, the last, the manifest
+            out = tmp_path / f"{syscall}-{when}"
+            killed = subprocess.run(["strace", "-f", "-o", os.devnull, "-e", f"trace={syscall}",
+                                     "-e", f"inject={syscall}:signal=KILL:when={when}", sys.executable, "-c", code,
+                                     *map(str, command), str(out)], capture_output=True, text=True, timeout=120, env=quiet)
+            assert killed.returncode != 0 and not (out / "manifest.json").exists(), (syscall, when, killed.stderr)
+            again = run_bpecli(*command, out)
+            assert again.returncode == 0, (syscall, when, again.stderr)
+            assert shard_bytes(out) == reference, (syscall, when)
+
+
+class _OsStoppingAt:
+    """The os module as shards sees it, but for one function, which raises KeyboardInterrupt (as
+    Ctrl-C would) when it is called for the `when`-th time."""
+
+    def __init__(self, name: str, when: int):
+        self.name, self.when, self.calls = name, when, 0
+
+    def __getattr__(self, attribute):
+        if attribute != self.name:
+            return getattr(os, attribute)
+
+        def stopping(*args, **kwargs):
+            self.calls += 1
+            if self.calls == self.when:
+                raise KeyboardInterrupt
+            return getattr(os, attribute)(*args, **kwargs)
+
+        return stopping
+
+
+@pytest.mark.parametrize("step", ["fsync", "replace"])
+def test_an_interrupt_before_any_step_of_writing_a_shard_leaves_nothing_partial(gpt2, kernel_docs_sample, tmp_path,
+                                                                                monkeypatch, step):
+    corpus_file = tmp_path / "docs.txt"
+    corpus_file.write_text(kernel_docs_sample[:20_000], encoding="utf-8")
+    options = dict(shard_tokens=1500, eot=EOT)
+    n = len(write_shards(gpt2, [str(corpus_file)], tmp_path / "roomy", **options).manifest["shards"])
+    reference = shard_bytes(tmp_path / "roomy")
+    monkeypatch.setattr(shards._ShardWriter, "JOURNAL_SECONDS", 0)
+    for when in range(1, 3 * n + 2):  # three of each per shard (the shard, its index, the journal), and the manifest's
+        out = tmp_path / f"{step}-{when}"
+        monkeypatch.setattr(shards, "os", _OsStoppingAt(step, when))
+        with pytest.raises(KeyboardInterrupt):
+            write_shards(gpt2, [str(corpus_file)], out, **options)
+        monkeypatch.setattr(shards, "os", os)
+        left = sorted(p.name for p in out.iterdir()) if out.exists() else []  # (gone if it held nothing yet)
+        assert not [name for name in left if name.endswith(".partial")] and "manifest.json" not in left, (when, left)
+        write_shards(gpt2, [str(corpus_file)], out, **options)
+        assert shard_bytes(out) == reference, when
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("kind, message", [
+    ("a link to /dev/zero", "a link, which bpecli never writes"),
+    ("a FIFO", "not a file of its own (a FIFO, a device or a folder)"),
+    ("JSON nested 100,000 deep", "nested too deeply to be bpecli's"),
+])
+def test_a_manifest_that_is_no_file_of_json_is_one_line_for_every_command(gpt2_vocab, finished, kind, message):
+    """Read forever, blocked on, or recursed into before; now each command says what it found."""
+    import sys
+
+    manifest = finished / "manifest.json"
+    manifest.unlink()
+    if kind == "a FIFO":
+        os.mkfifo(manifest)
+    elif kind == "a link to /dev/zero":
+        manifest.symlink_to("/dev/zero")
+    else:
+        manifest.write_text("[" * 100_000)
+    bpecli = [sys.executable, "-m", "bpecli"]
+    for command in (["inspect", finished], ["inspect", finished, "--verify"]):
+        done = capped(*bpecli, *map(str, command), timeout=30)
+        assert done.returncode == 1 and done.stderr.startswith(f"bpecli: error: {manifest}: {message}; inspect shows only"), done.stderr
+    done = capped(*bpecli, "encode", "-t", str(gpt2_vocab), str(finished.parent / "docs.txt"), "--out", str(finished), timeout=30)
+    assert done.returncode == 1 and "which bpecli has no record of writing" in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) == 1

@@ -5,6 +5,7 @@ its --json, and its --report page all read these."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..executor import map_in_order
-from ..shards import JOURNAL, MANIFEST, index_name, read_manifest, read_shard
+from ..shards import JOURNAL, MANIFEST, UNREADABLE, checked_shard, index_name, read_manifest, read_shard
 from ..tokenizer import Tokenizer, render_token
 
 # Ids counted per np.bincount: its int64 copy of them stays in the caches (measured fastest).
@@ -59,10 +60,10 @@ def shard_figures(folder: str | Path, *, tokenizer: Tokenizer | None = None, top
     Example: shard_figures("shards/")["splits"] -> {"train": {"tokens": 9950, ...}, "val": {...}}
     """
     out = Path(folder)
-    if not (out / MANIFEST).is_file():
+    if not os.path.lexists(out / MANIFEST):  # (a link or a FIFO in its place: read_manifest says what it is)
         hint = " (an unfinished run: rerun the encode command to finish it)" if (out / JOURNAL).exists() else ""
         raise InputError(f"{out}: no {MANIFEST} here{hint}")
-    manifest = read_manifest(out / MANIFEST)
+    manifest = read_manifest(out / MANIFEST, UNREADABLE)
     if tokenizer is not None:
         _check_tokenizer(out, manifest, tokenizer)
     shards = [dict(shard, split=_split_of(shard["file"])) for shard in manifest["shards"]]
@@ -223,13 +224,7 @@ def _count_ids(out: Path, manifest: dict, shards: list[dict], slots: Slots, work
     items: list[tuple] = []
     offsets: dict[str, int] = {}
     for number, shard in enumerate(shards):
-        ids = read_shard(out / shard["file"])
-        if ids.dtype != np.dtype(manifest["dtype"]).newbyteorder("<"):
-            raise InputError(f"{out / shard['file']}: holds {ids.dtype} ids, but the manifest says {manifest['dtype']}; "
-                             "the folder is damaged: encode again with --force")
-        if len(ids) != shard["tokens"]:
-            raise InputError(f"{out / shard['file']}: holds {len(ids):,} ids, but the manifest says {shard['tokens']:,}; "
-                             f"the folder is damaged (bpecli inspect {out} --verify says more)")
+        ids = checked_shard(out / shard["file"], shard, manifest)
         offset = offsets.get(shard["split"], 0)
         offsets[shard["split"]] = offset + len(ids)
         for start in range(0, len(ids), WORK_ITEM):
