@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from enum import Enum
 from pathlib import Path
@@ -252,6 +253,49 @@ class _PlainProgress:
             pass
 
 
+def _whole(minimum: int):
+    """The parser of a whole-number option: ASCII digits only (int() takes "٣" as 3), and a number
+    too long to be a count is refused in one short line."""
+
+    def parse(value: str | int) -> int:
+        if isinstance(value, int):  # the default
+            return value
+        from .corpus import parse_id, shown
+
+        number = parse_id(value)
+        if number is None:
+            too_long = value.isascii() and value.isdigit()
+            raise typer.BadParameter(f"{shown(value)} is {'too large' if too_long else 'not a whole number of ASCII digits'}")
+        if number < minimum:
+            raise typer.BadParameter(f"{number} is below {minimum}")
+        return number
+
+    parse.__name__ = "int range"
+    return parse
+
+
+def _whole_option(minimum: int, **kwargs):
+    return typer.Option(parser=_whole(minimum), metavar=f"<int range> [x>={minimum}]", **kwargs)
+
+
+_FRACTION = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]{1,3})?", re.ASCII)
+
+
+def _fraction(value: str | float) -> float:
+    """The parser of a fraction: ASCII digits, a point and an exponent only (float() also takes
+    "٠.٥", "nan" and "1_0")."""
+    if isinstance(value, float):
+        return value
+    if not _FRACTION.fullmatch(value):
+        from .corpus import shown
+
+        raise typer.BadParameter(f"{shown(value)} is not a number such as 0.005")
+    return float(value)
+
+
+_fraction.__name__ = "float"
+
+
 TokenizerOption = Annotated[
     Path, typer.Option("--tokenizer", "-t", help="A bpecli folder, vocab.json, tokenizer.json or .tiktoken file.")
 ]
@@ -274,25 +318,29 @@ def _load_tokenizer(path: Path, pattern: str | None, special_ids: list[str] | No
     specials = None
     if special_ids:
         specials = {}
+        from .corpus import parse_id, shown
+
         for item in special_ids:
             token, _, number = item.rpartition("=")
-            if not token or not number.isdigit():
-                raise BpecliError(f"--special-ids {item!r}: expected TOKEN=ID, e.g. '<|endoftext|>=100257'")
-            specials[token] = int(number)
+            rank = parse_id(number)
+            if not token or rank is None:
+                raise BpecliError(f"--special-ids {shown(item, 60)}: expected TOKEN=ID with ID in ASCII digits, "
+                                  "e.g. '<|endoftext|>=100257'")
+            specials[token] = rank
     return load(path, pattern=pattern, special_tokens=specials)
 
 
 @command
 def train(
     inputs: Annotated[list[str], typer.Argument(help="Text (.txt), .jsonl, .parquet, .gz/.zst/.bz2 files; - reads stdin.", metavar="INPUT...")],
-    vocab_size: Annotated[int, typer.Option(min=256, help="Bytes + merges + special tokens.")],
+    vocab_size: Annotated[int, _whole_option(256, help="Bytes + merges + special tokens.")],
     out: Annotated[Path, typer.Option(help="Folder to write the tokenizer files into.")],
     special: Annotated[list[str], typer.Option(help="A special token, repeatable; it separates documents.")] = [],
     pattern: Annotated[str, typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex.")] = "gpt2",
-    workers: Annotated[int, typer.Option(min=1, help="Processes that count pre-tokens (at most the CPUs this process may use).")] = _cpus(),
+    workers: Annotated[int, _whole_option(1, help="Processes that count pre-tokens (at most the CPUs this process may use).")] = _cpus(),
     scheduler: SchedulerOption = None,
     normalize: Annotated[list[str], typer.Option(help="Normalize text first: nfc, nfd, nfkc, nfkd, lowercase (repeatable or comma-separated; in order). Encode applies it too.")] = [],
-    min_frequency: Annotated[int, typer.Option(min=0, help="Stop when the best pair is rarer than this.")] = 0,
+    min_frequency: Annotated[int, _whole_option(0, help="Stop when the best pair is rarer than this.")] = 0,
     text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
     errors: Annotated[Errors, typer.Option(help="Invalid UTF-8: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out folder.")] = False,
@@ -361,15 +409,15 @@ def encode(
     lines: Annotated[bool, typer.Option("--lines", help="Encode each line on its own, one output line each.")] = False,
     special: Annotated[Special, typer.Option(help="all: special tokens in the text become their ids; none: plain text.")] = Special.all,
     out: Annotated[Optional[Path], typer.Option(help="Write token shards and manifest.json into this folder.")] = None,
-    shard_tokens: Annotated[int, typer.Option(min=1, help="Tokens per shard (the last one holds the rest).")] = 100_000_000,
-    workers: Annotated[int, typer.Option(min=1, help="Processes that encode, with --out (at most the CPUs this process may use).")] = _cpus(),
+    shard_tokens: Annotated[int, _whole_option(1, help="Tokens per shard (the last one holds the rest).")] = 100_000_000,
+    workers: Annotated[int, _whole_option(1, help="Processes that encode, with --out (at most the CPUs this process may use).")] = _cpus(),
     scheduler: SchedulerOption = None,
     eot: Annotated[Optional[str], typer.Option(help="Token written after every document: a special token, an id, or none. [default: <|endoftext|> if the tokenizer has it]")] = None,
     text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
     dtype: Annotated[Dtype, typer.Option(help="Shard dtype: auto is uint16 when every id fits, else uint32.")] = Dtype.auto,
     shard_format: Annotated[ShardFormat, typer.Option(help="npy: .npy files; llmc: llm.c's .bin (256 int32 header: magic, version, token count); nanogpt: one raw train.bin (and val.bin).")] = ShardFormat.npy,
     bos: Annotated[Optional[str], typer.Option(help="Token written before every document: a special token or an id. [default: none]")] = None,
-    val_fraction: Annotated[Optional[float], typer.Option(help="Put about this fraction of the documents (chosen by a hash of each one's text) into val_* shards, the rest into train_*.")] = None,
+    val_fraction: Annotated[Optional[float], typer.Option(parser=_fraction, help="Put about this fraction of the documents (chosen by a hash of each one's text) into val_* shards, the rest into train_*.")] = None,
     errors: Annotated[Errors, typer.Option(help="Invalid UTF-8 input: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
     force: Annotated[bool, typer.Option("--force", help="Rebuild --out even if it holds a finished or other run.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary.")] = False,
@@ -619,8 +667,8 @@ def bench(
     tokenizer: TokenizerOption,
     corpus: Annotated[str, typer.Argument(help="A UTF-8 text file; documents split at special tokens.")],
     against: Annotated[Optional[Peer], typer.Option(help="A peer built from the same ranks, timed in the same run.")] = None,
-    workers: Annotated[int, typer.Option(min=1, help="Processes for bpecli, threads for the peer.")] = 1,
-    repeat: Annotated[int, typer.Option(min=1, help="Runs of each; the median counts.")] = 3,
+    workers: Annotated[int, _whole_option(1, help="Processes for bpecli, threads for the peer.")] = 1,
+    repeat: Annotated[int, _whole_option(1, help="Runs of each; the median counts.")] = 3,
     as_json: JsonOption = False,
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,

@@ -340,18 +340,47 @@ def read_text(name: str, errors: str = "strict", hint: str | None = None) -> str
 def read_ids(name: str) -> list[int]:
     """Whitespace-separated token ids in a file or stdin ("-")."""
     text = read_text(name)
-    if _IDS.fullmatch(text):  # int() alone would take "²"'s neighbours "١" and "1_0"
-        return list(map(int, text.split()))
     label = "<stdin>" if name == "-" else name
+    if _IDS.fullmatch(text):  # int() alone would take "²"'s neighbours "١" and "1_0"
+        long = _LONG_ID.search(text)
+        if long is None:
+            return list(map(int, text.split()))
+        line = text.count("\n", 0, long.start()) + 1
+        raise InputError(f"{label}:{line}: {shown(long.group())} is no token id: ids have at most {MAX_ID_DIGITS} digits")
     for number, line in enumerate(text.splitlines(), 1):
         for word in line.split():
             if not _ID.fullmatch(word):
-                raise InputError(f"{label}:{number}: {word[:40]!r} is not a token id (expected integers 0, 1, 2, ...)")
+                raise InputError(f"{label}:{number}: {shown(word)} is not a token id (expected integers 0, 1, 2, ...)")
     raise InputError(f"{label}: holds something other than token ids and spaces")
 
 
+# The largest id any shard holds, 2**64 - 1, has 20 digits: a longer number is no id (and int()
+# refuses numbers of over 4,300 digits with a ValueError).
+MAX_ID_DIGITS = 20
 _IDS = re.compile(r"[0-9\s]*", re.ASCII)
 _ID = re.compile(r"[0-9]+", re.ASCII)
+_LONG_ID = re.compile(r"[0-9]{%d,}" % (MAX_ID_DIGITS + 1), re.ASCII)
+
+
+def parse_id(text: str) -> int | None:
+    """text as a token id or a count: ASCII digits alone, at most MAX_ID_DIGITS of them; else None
+    (int() also takes "٣" as 3, and " 7" and "1_0").
+
+    Example: "50256" -> 50256; "٣" -> None; "-1" -> None
+    """
+    if len(text) > MAX_ID_DIGITS or not _ID.fullmatch(text):
+        return None
+    return int(text)
+
+
+def shown(text: str, limit: int = 40) -> str:
+    """text quoted for a message, cut short if long: a 5,000-digit number makes one short line.
+
+    Example: "7" * 5000 -> "'7777777777777777777777777777777777777777'… (5,000 characters)"
+    """
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}… ({len(text):,} characters)"
 
 
 # ---- documents for encoding to shards: text, JSONL and Parquet, plain or compressed -----------
@@ -570,7 +599,8 @@ def _jsonl_documents(text: str, part: Part, column: str) -> list[str]:
             continue
         where = lambda: f"{part.label}:{_line_number(part, i)}"  # noqa: E731 (counted only for an error)
         try:
-            record = json.loads(line)
+            # numbers as floats: only the text field matters, and int() refuses over 4,300 digits
+            record = json.loads(line, parse_int=float)
         except json.JSONDecodeError as e:
             raise InputError(f"{where()}: not valid JSON ({e.msg})") from None
         if not isinstance(record, dict):

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from .corpus import Part, check_apart, document_parts, input_bytes, input_stat, is_uri, read_document_bytes, read_documents
+from .corpus import (Part, check_apart, document_parts, input_bytes, input_stat, is_uri, parse_id, read_document_bytes,
+                     read_documents, shown)
 from .errors import BpecliError, InputError, OutputError
 from .executor import map_in_order, progress_bar
 from .files import locked
@@ -165,10 +166,11 @@ def resolve_token(tokenizer: Tokenizer, token: str | None, option: str = "--bos"
         return None
     if token in tokenizer.special_tokens:
         return tokenizer.special_tokens[token]
-    if token.isdigit() and int(token) in tokenizer.decoder:
-        return int(token)
+    number = parse_id(token)  # ASCII digits only: "٣" is no id
+    if number is not None and number in tokenizer.decoder:
+        return number
     known = ", ".join(tokenizer.special_tokens) or "none"
-    raise BpecliError(f"{option} {token!r} is neither a special token of this tokenizer ({known}) nor an id in it")
+    raise BpecliError(f"{option} {shown(token)} is neither a special token of this tokenizer ({known}) nor an id in it")
 
 
 def document_separators(tokenizer: Tokenizer) -> list[str]:

@@ -1,0 +1,79 @@
+"""Hostile and unlucky inputs through every command that reads them: numbers, secrets in URIs,
+documents of any size, files that are not what their name says. One line, never a traceback."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+LONG = "7" * 5000  # past int()'s 4,300 digits
+
+
+def shell(script: str, **kwargs):
+    """Run a bash script in which `bpecli` is this interpreter's bpecli."""
+    prelude = f'bpecli() {{ "{sys.executable}" -m bpecli "$@"; }}\n'
+    return subprocess.run(["bash", "-c", prelude + script], capture_output=True, text=True, timeout=300, **kwargs)
+
+
+def one_line(done, status: int = 1) -> str:
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert done.returncode == status, done.stderr
+    assert len(lines[0]) < 400, lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def docs(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"text": "hello world"}\n{"text": "two"}\n', encoding="utf-8")
+    return path
+
+
+# ---- numbers ----------------------------------------------------------------------------------
+
+@pytest.mark.system
+@pytest.mark.parametrize(
+    "args, status, message",
+    [
+        (["encode", "-t", "{vocab}", "{docs}", "--out", "{out}", "--eot", "٣"], 1, "--eot '٣' is neither a special token"),
+        (["encode", "-t", "{vocab}", "{docs}", "--out", "{out}", "--bos", "²"], 1, "--bos '²' is neither a special token"),
+        (["encode", "-t", "{vocab}", "{docs}", "--out", "{out}", "--eot", LONG], 1, "(5,000 characters) is neither"),
+        (["encode", "-t", "{vocab}", "{docs}", "--special-ids", "<|x|>=²"], 1, "--special-ids '<|x|>=²': expected TOKEN=ID"),
+        (["encode", "-t", "{vocab}", "{docs}", "--special-ids", "<|x|>=٣"], 1, "--special-ids '<|x|>=٣': expected TOKEN=ID"),
+        (["encode", "-t", "{vocab}", "{docs}", "--special-ids", f"<|x|>={LONG}"], 1, "expected TOKEN=ID"),
+        (["encode", "-t", "{vocab}", "{docs}", "--out", "{out}", "--workers", "٣"], 2, "'٣' is not a whole number"),
+        (["encode", "-t", "{vocab}", "{docs}", "--out", "{out}", "--shard-tokens", LONG], 2, "(5,000 characters) is too large"),
+        (["encode", "-t", "{vocab}", "{docs}", "--out", "{out}", "--val-fraction", "٠.٥"], 2, "'٠.٥' is not a number"),
+        (["train", "{docs}", "--out", "{out}", "--vocab-size", "٢٦٠"], 2, "'٢٦٠' is not a whole number"),
+        (["train", "{docs}", "--out", "{out}", "--vocab-size", "300", "--min-frequency", "١"], 2, "not a whole number"),
+        (["bench", "-t", "{vocab}", "{docs}", "--repeat", "١"], 2, "'١' is not a whole number"),
+    ],
+)
+def test_numbers_are_ascii_digits_and_a_long_one_is_one_short_line(gpt2_vocab, docs, tmp_path, args, status, message):
+    words = [a.format(vocab=gpt2_vocab, docs=docs, out=tmp_path / "out") for a in args]
+    done = subprocess.run([sys.executable, "-m", "bpecli", *words], capture_output=True, text=True, timeout=120)
+    assert message in one_line(done, status)
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+@pytest.mark.system
+def test_a_long_number_among_ids_to_decode_is_one_line(gpt2_vocab, tmp_path):
+    (tmp_path / "ids.txt").write_text(f"31373\n995 {LONG}\n")
+    done = shell(f"bpecli decode -t {gpt2_vocab} {tmp_path / 'ids.txt'}")
+    assert "ids.txt:2: '7777" in one_line(done) and "ids have at most 20 digits" in done.stderr
+
+
+def test_a_long_number_in_a_jsonl_record_is_a_number(gpt2, tmp_path):
+    """JSON puts no limit on digits: a record with a 5,000-digit field is read (only its text matters)."""
+    from bpecli.errors import InputError
+    from bpecli.shards import write_shards
+
+    path = tmp_path / "n.jsonl"
+    path.write_text(f'{{"text": "hello world", "n": {LONG}}}\n{{"text": {LONG}}}\n')
+    with pytest.raises(InputError, match=r"n.jsonl:2: field 'text' holds a JSON number"):
+        write_shards(gpt2, [str(path)], tmp_path / "out")
+    path.write_text(f'{{"text": "hello world", "n": {LONG}}}\n')
+    assert write_shards(gpt2, [str(path)], tmp_path / "out2").manifest["total_tokens"] == 2
