@@ -9,7 +9,7 @@ import sys
 import time
 from itertools import chain
 
-from .corpus import read_text
+from .corpus import read_text, redact
 from .errors import BpecliError, InputError
 from .executor import map_in_order
 from .bulk import join_encoded
@@ -62,7 +62,7 @@ def bench(
     text = read_text(corpus)
     documents = [d for d in _split(tok, text) if d]
     if not documents:
-        raise InputError(f"{corpus}: holds no text to time (empty, or nothing but special tokens)")
+        raise InputError(f"{redact(corpus)}: holds no text to time (empty, or nothing but special tokens)")
     n_bytes = len(text.encode("utf-8"))
     runners = {"bpecli": (lambda docs: _encode_ours(tok, docs, workers), tok.decode)}
     if against:
@@ -84,7 +84,7 @@ def bench(
             timings[name]["decode"].append(time.perf_counter() - started)
             del flat
             results[name] = ids, ends
-    report: dict = {"corpus": corpus, "bytes": n_bytes, "documents": len(documents), "workers": workers, "repeat": repeat}
+    report: dict = {"corpus": redact(corpus), "bytes": n_bytes, "documents": len(documents), "workers": workers, "repeat": repeat}
     for name, times in timings.items():
         n_tokens = len(results[name][0])
         encode_s, decode_s = statistics.median(times["encode"]), statistics.median(times["decode"])

@@ -78,7 +78,9 @@ def _watch_signals() -> None:
 
 
 def _fail(message: str, status: int):
-    _say(message)
+    from .corpus import redact
+
+    _say(redact(message))  # an input's credentials never reach a terminal or a log
     raise typer.Exit(status) from None
 
 
@@ -493,7 +495,9 @@ def _render_ids(tok, ids: list[int], format: Format, name: str, line: int | None
 
         return " ".join(token_to_str(tok.decoder[i]) if i not in tok.special_ids else tok.special_ids[i] for i in ids)
     if format is Format.json:
-        where = {"input": name} if line is None else {"input": name, "line": line}
+        from .corpus import redact
+
+        where = {"input": redact(name)} if line is None else {"input": redact(name), "line": line}
         return json.dumps({**where, "ids": ids, "count": len(ids)})
     return " ".join(map(str, ids))
 

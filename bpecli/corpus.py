@@ -41,6 +41,32 @@ def is_uri(name: str) -> bool:
     return "://" in str(name)
 
 
+# The credentials a URI may carry: everything before the host's "@" (up to the last "@" before the
+# query: a secret key may hold "/"), and the values of query parameters named like keys or secrets.
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^?#\s]*@")
+# (a value ends at the next parameter, or at ": " or a quote, as after a URI in a message)
+_SECRET_PARAMETER = re.compile(r"([?&;][^=&;#\s]*(?:key|secret|token|passw|pwd|signature|credential|auth)[^=&;#\s]*=)"
+                               r"(?:[^&;#\s:'\"]|:(?=[^\s]))*", re.IGNORECASE)
+
+
+def redact(text: str) -> str:
+    """text with the credentials of every URI in it replaced by ***: what messages, progress,
+    --json, the manifest and the journal say of an input (its label).
+
+    Example: "s3://KEY:SECRET@bucket/a.txt?secret_key=S" -> "s3://***@bucket/a.txt?secret_key=***"
+    """
+    if "://" not in text:
+        return text
+    return _SECRET_PARAMETER.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
+
+
+def input_pairs(inputs) -> list[tuple[str, str]]:
+    """(path, label) for each input: a path or URI (str or Path), or a (path, label) pair. The
+    label is what messages and records show of the input, its credentials redacted."""
+    pairs = [(str(item), str(item)) if isinstance(item, (str, Path)) else (str(item[0]), str(item[1])) for item in inputs]
+    return [(path, redact(label)) for path, label in pairs]
+
+
 def _remote(uri: str):
     """(pyarrow filesystem, path in it) for a URI. For s3:// the endpoint may come from the URI's
     query (?endpoint_override=host:port&scheme=http) or, as for the AWS tools, from
@@ -56,7 +82,7 @@ def _remote(uri: str):
     try:
         return fs.FileSystem.from_uri(target)
     except (pa.ArrowException, OSError, ValueError) as e:
-        raise InputError(f"{uri}: cannot open ({e})") from None
+        raise InputError(redact(f"{uri}: cannot open ({e})")) from None
 
 
 def _remote_call(uri: str, action):
@@ -67,9 +93,9 @@ def _remote_call(uri: str, action):
     try:
         return action(filesystem, path)
     except FileNotFoundError:
-        raise InputError(f"{uri}: no such object") from None
+        raise InputError(f"{redact(uri)}: no such object") from None
     except (pa.ArrowException, OSError) as e:
-        raise InputError(f"{uri}: cannot read ({str(e).splitlines()[0]})") from None
+        raise InputError(redact(f"{uri}: cannot read ({str(e).splitlines()[0]})")) from None
 
 
 def input_stat(path: str, label: str) -> tuple[int, int | None]:
@@ -219,7 +245,7 @@ def streams_spooled(names: list[str]):
         for name in names:
             if (name == "-" or is_stream(name)) and name not in spooled:
                 spooled[name] = spool(name)
-        yield [(spooled.get(name, name), "<stdin>" if name == "-" else name) for name in names]
+        yield input_pairs([(spooled.get(name, name), "<stdin>" if name == "-" else name) for name in names])
     finally:
         for path in spooled.values():
             os.unlink(path)
@@ -313,11 +339,11 @@ def read_bytes(name: str) -> bytes:
     if is_uri(name):
         import pyarrow as pa
 
-        with open_input(name, name) as raw:
+        with open_input(name, redact(name)) as raw:
             try:
                 return pa.CompressedInputStream(raw, compression).read() if compression else raw.read()
             except (OSError, pa.ArrowException) as e:
-                raise InputError(f"{name}: cannot read or decompress ({e})") from None
+                raise InputError(redact(f"{name}: cannot read or decompress ({e})")) from None
     if compression:
         import pyarrow as pa
 
@@ -334,19 +360,19 @@ def read_bytes(name: str) -> bytes:
 def read_text(name: str, errors: str = "strict", hint: str | None = None) -> str:
     """The text of a file or stdin; hint is what to suggest for invalid UTF-8 (ERRORS_HINT where
     the command has --errors)."""
-    return decode_utf8(read_bytes(name), "<stdin>" if name == "-" else name, errors=errors, hint=hint)
+    return decode_utf8(read_bytes(name), "<stdin>" if name == "-" else redact(name), errors=errors, hint=hint)
 
 
 def read_ids(name: str) -> list[int]:
     """Whitespace-separated token ids in a file or stdin ("-")."""
     text = read_text(name)
-    label = "<stdin>" if name == "-" else name
+    label = "<stdin>" if name == "-" else redact(name)
     if _IDS.fullmatch(text):  # int() alone would take "²"'s neighbours "١" and "1_0"
         long = _LONG_ID.search(text)
         if long is None:
             return list(map(int, text.split()))
-        line = text.count("\n", 0, long.start()) + 1
-        raise InputError(f"{label}:{line}: {shown(long.group())} is no token id: ids have at most {MAX_ID_DIGITS} digits")
+        row = text.count("\n", 0, long.start()) + 1
+        raise InputError(f"{label}:{row}: {shown(long.group())} is no token id: ids have at most {MAX_ID_DIGITS} digits")
     for number, line in enumerate(text.splitlines(), 1):
         for word in line.split():
             if not _ID.fullmatch(word):

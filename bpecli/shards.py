@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from .corpus import (Part, check_apart, document_parts, input_bytes, input_stat, is_uri, parse_id, read_document_bytes,
-                     read_documents, shown)
+from .corpus import (Part, check_apart, document_parts, input_bytes, input_pairs, input_stat, is_uri, parse_id,
+                     read_document_bytes, read_documents, shown)
 from .errors import BpecliError, InputError, OutputError
 from .executor import map_in_order, progress_bar
 from .files import locked
@@ -196,7 +196,7 @@ def resolve_dtype(tokenizer: Tokenizer, dtype: str = "auto") -> str:
 
 def write_shards(
     tokenizer: Tokenizer,
-    inputs: list[str | tuple[str, str]],
+    inputs: list[str | Path | tuple[str, str]],
     out_dir: str | Path,
     *,
     shard_tokens: int = 100_000_000,
@@ -233,7 +233,7 @@ def write_shards(
         raise BpecliError("--shard-tokens: llm.c's header counts tokens in an int32, so at most 2,147,483,647")
     started = time.perf_counter()
     out = Path(out_dir)
-    pairs = [(item, item) if isinstance(item, str) else item for item in inputs]
+    pairs = input_pairs(inputs)
     check_apart(out, [label for _, label in pairs])
     settings = _settings(tokenizer, pairs, shard_tokens, eot, text_column, resolve_dtype(tokenizer, dtype), shard_format)
     settings.update(bos=None if bos is None else {"id": bos, "token": tokenizer.special_ids.get(bos)},

@@ -77,3 +77,72 @@ def test_a_long_number_in_a_jsonl_record_is_a_number(gpt2, tmp_path):
         write_shards(gpt2, [str(path)], tmp_path / "out")
     path.write_text(f'{{"text": "hello world", "n": {LONG}}}\n')
     assert write_shards(gpt2, [str(path)], tmp_path / "out2").manifest["total_tokens"] == 2
+
+
+# ---- secrets in URIs --------------------------------------------------------------------------
+
+SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+
+
+def test_redact_hides_credentials_of_every_uri_in_a_text():
+    from bpecli.corpus import redact
+
+    assert redact(f"s3://AKIA:{SECRET}@bucket/a.txt: no such object") == "s3://***@bucket/a.txt: no such object"
+    assert (redact("s3://b/k.txt?endpoint_override=h:9000&access_key=AKIA&secret_key=S:x: cannot open")
+            == "s3://b/k.txt?endpoint_override=h:9000&access_key=***&secret_key=***: cannot open")
+    assert redact("failed on 's3://u:p@b/k' (timeout)") == "failed on 's3://***@b/k' (timeout)"
+    assert redact("docs/a@b.txt") == "docs/a@b.txt" and redact("s3://b/k?scheme=http") == "s3://b/k?scheme=http"
+
+
+@pytest.fixture(scope="module")
+def s3_server():
+    moto_server = pytest.importorskip("moto.server")
+    from pyarrow import fs
+
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        storage = fs.S3FileSystem(endpoint_override=f"{host}:{port}", scheme="http", access_key="AKIA", secret_key=SECRET,
+                                  region="us-east-1", allow_bucket_creation=True)
+        storage.create_dir("corpora")
+        with storage.open_output_stream("corpora/d.txt") as out:
+            out.write(b"hello world<|endoftext|>hi there<|endoftext|>")
+        yield f"endpoint_override={host}:{port}&scheme=http"
+    finally:
+        server.stop()
+
+
+@pytest.mark.system
+def test_credentials_in_a_uri_reach_no_message_record_or_output(gpt2_vocab, tmp_path, s3_server):
+    env = {"AWS_EC2_METADATA_DISABLED": "true", "AWS_DEFAULT_REGION": "us-east-1", "PATH": "/usr/bin:/bin"}
+    secret = SECRET.replace("/", "%2F").replace("+", "%2B")  # as a URI carries it
+    good = f"s3://AKIA:{secret}@corpora/d.txt?{s3_server}"
+    missing = f"s3://AKIA:{secret}@corpora/nope.txt?{s3_server}"
+    in_query = f"s3://corpora/d.txt?{s3_server}&access_key=AKIA&secret_key={secret}"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    out = tmp_path / "out"
+    said = []
+    for script, status in [
+        (f"bpecli encode -t {gpt2_vocab} '{good}' --out {out} --json", 0),
+        (f"bpecli inspect {out} --json", 0),
+        (f"bpecli encode -t {gpt2_vocab} '{good}' -f json", 0),
+        (f"bpecli encode -t {gpt2_vocab} '{good}' {bad} --out {tmp_path / 'failed'} --shard-tokens 1", 1),
+        (f"bpecli encode -t {gpt2_vocab} '{missing}' --out {tmp_path / 'o2'}", 1),
+        (f"bpecli encode -t {gpt2_vocab} '{missing}'", 1),
+        (f"bpecli encode -t {gpt2_vocab} '{in_query}'", 1),
+        (f"bpecli train '{missing}' --vocab-size 260 --out {tmp_path / 'tok'}", 1),
+        (f"bpecli inspect {gpt2_vocab} --corpus '{missing}'", 1),
+        (f"bpecli bench -t {gpt2_vocab} '{missing}'", 1),
+    ]:
+        done = shell(script, env=env)
+        assert done.returncode == status, (script, done.stderr)
+        said += [done.stdout, done.stderr]
+    assert json.loads(said[2])["inputs"][0]["path"] == f"s3://***@corpora/d.txt?{s3_server}"
+    assert json.loads(said[4])["input"].startswith("s3://***@corpora/d.txt")
+    assert "access_key=***&secret_key=***" in said[13]
+    records = [(out / "manifest.json").read_text(), (tmp_path / "failed" / ".bpecli-progress.json").read_text()]
+    assert "s3://***@corpora/d.txt" in records[1]
+    for text in said + records:
+        assert secret not in text and "AKIA" not in text, text
