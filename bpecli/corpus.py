@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import re
@@ -29,6 +30,8 @@ def is_stream(path: str | Path) -> bool:
 def _open_error(path, e: OSError) -> InputError:
     if isinstance(e, FileNotFoundError):
         return InputError(f"{path}: no such file")
+    if e.errno == errno.ELOOP:
+        return InputError(f"{path}: a loop of symbolic links, not a file")
     if isinstance(e, IsADirectoryError):
         return InputError(f"{path}: is a directory, not a text file")
     if isinstance(e, PermissionError):
@@ -258,15 +261,31 @@ def input_bytes(inputs: list[tuple[str, str]]) -> int:
 
 
 def check_apart(out: str | Path, names: list[str]) -> None:
-    """--out may not be an input, nor a folder that holds one: writing it must never touch them."""
-    target = Path(out).resolve()
+    """--out may not be an input, nor a folder that holds one: writing it must never touch them.
+    Either one a loop of symbolic links is an error here, before any work."""
+    target = _resolved(out, lambda: OutputError(f"--out {out} is a loop of symbolic links; choose another --out"))
     for name in names:
         if name == "-" or is_uri(name):
             continue
-        path = Path(name).resolve()
+        path = _resolved(name, lambda: InputError(f"{name}: a loop of symbolic links, not a file"))
         if path == target or target in path.parents:
             raise OutputError(f"--out {out} {'is' if path == target else 'holds'} the input {name}; "
                               "choose an --out folder apart from the inputs")
+
+
+def _resolved(path: str | Path, loop) -> Path:
+    """path made absolute with its symbolic links followed; loop() is the error for a loop of them
+    (Python before 3.13 raises RuntimeError there, later ones leave it to a stat)."""
+    try:
+        resolved = Path(path).resolve()
+        os.stat(resolved)
+    except RuntimeError:
+        raise loop() from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise loop() from None
+        return Path(path).absolute()  # missing or unreadable: said where it is opened
+    return resolved
 
 
 def chunk_boundaries(data: mmap.mmap | bytes | _RemoteBytes, n_chunks: int, split_tokens: list[bytes]) -> list[int]:
@@ -570,14 +589,14 @@ def read_documents(part: Part, *, splitter, text_column: str = "text", errors: s
     Example: text part b"a<|endoftext|>b<|endoftext|>" -> (["a", "b"], 28, "9f2c...")
     """
     if part.kind == "parquet":
-        return _parquet_documents(part, text_column)
+        return _parquet_documents(part, text_column, errors)
     raw = _part_bytes(part)
     text = _part_text(part, raw, errors)
     digest = _sha256(raw) if checksum else ""
     if part.kind == "text":
         documents = splitter.split(text)[::2] if splitter else [text]
         return [d for d in documents if d], len(raw), digest
-    return _jsonl_documents(text, part, text_column), len(raw), digest
+    return _jsonl_documents(text, part, text_column, errors), len(raw), digest
 
 
 def _sha256(data: bytes) -> str:
@@ -616,7 +635,7 @@ def _part_text(part: Part, raw: bytes, errors: str) -> str:
     return decode_utf8(raw, part.label, errors=errors, first_line=part.first_line, hint=ERRORS_HINT)
 
 
-def _jsonl_documents(text: str, part: Part, column: str) -> list[str]:
+def _jsonl_documents(text: str, part: Part, column: str, errors: str = "strict") -> list[str]:
     import json
 
     documents = []
@@ -628,7 +647,12 @@ def _jsonl_documents(text: str, part: Part, column: str) -> list[str]:
             # numbers as floats: only the text field matters, and int() refuses over 4,300 digits
             record = json.loads(line, parse_int=float)
         except json.JSONDecodeError as e:
+            if line.startswith("\ufeff"):
+                raise InputError(f"{where()}: starts with a byte-order mark (U+FEFF), which JSON Lines does not have; "
+                                 "save the file as UTF-8 without one") from None
             raise InputError(f"{where()}: not valid JSON ({e.msg})") from None
+        except RecursionError:
+            raise InputError(f"{where()}: JSON nested too deeply to read (over {sys.getrecursionlimit():,} levels)") from None
         if not isinstance(record, dict):
             raise InputError(f"{where()}: a JSON {_json_kind(record)}, not an object with a {column!r} field")
         if column not in record:
@@ -637,9 +661,18 @@ def _jsonl_documents(text: str, part: Part, column: str) -> list[str]:
         value = record[column]
         if not isinstance(value, str):
             raise InputError(f"{where()}: field {column!r} holds a JSON {_json_kind(value)}, not a string of text")
+        if not value.isascii() and (surrogate := _SURROGATE.search(value)):
+            # "\ud800" alone is valid JSON but no character: an error, or U+FFFD as tiktoken makes it
+            if errors == "strict":
+                raise InputError(f"{where()}: field {column!r} holds a lone surrogate ({surrogate.group()!r} at character "
+                                 f"{surrogate.start():,}), which is not text; {ERRORS_HINT}")
+            value = _SURROGATE.sub("\ufffd", value)
         if value:
             documents.append(value)
     return documents
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _json_kind(value) -> str:
@@ -679,7 +712,7 @@ def parquet_text_column(schema, column: str, label: str):
     return names
 
 
-def _parquet_documents(part: Part, column: str) -> tuple[list[str], int, str]:
+def _parquet_documents(part: Part, column: str, errors: str = "strict") -> tuple[list[str], int, str]:
     import pyarrow as pa
     from pyarrow import compute, parquet
 
@@ -703,5 +736,21 @@ def _parquet_documents(part: Part, column: str) -> tuple[list[str], int, str]:
     digest = hashlib.sha256()
     for buffer in values.buffers()[1:]:
         digest.update(buffer)
-    documents = values.to_pylist()
+    try:
+        documents = values.to_pylist()
+    except UnicodeDecodeError:  # a writer that did not check its strings: said as for a text file
+        documents = _checked_texts(values.cast(pa.large_binary()).to_pylist(), part, column, errors)
     return [d for d in documents if d], compute.sum(compute.binary_length(values)).as_py() or 0, digest.hexdigest()
+
+
+def _checked_texts(values: list[bytes], part: Part, column: str, errors: str) -> list[str]:
+    """The values of a Parquet string column that holds invalid UTF-8: an error naming the first
+    bad row, or with errors="replace" U+FFFD in place of each bad byte."""
+    texts = []
+    for row, value in enumerate(values, part.first_line):
+        try:
+            texts.append(value.decode("utf-8", errors=errors))
+        except UnicodeDecodeError as e:
+            raise InputError(f"{part.label}: row {row}: column {column!r} holds invalid UTF-8 at byte {e.start} "
+                             f"({value[e.start:e.start + 4]!r}); {ERRORS_HINT}") from None
+    return texts

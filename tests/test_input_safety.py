@@ -6,6 +6,9 @@ import subprocess
 import sys
 
 import pytest
+from typer.testing import CliRunner
+
+from bpecli.cli import app
 
 LONG = "7" * 5000  # past int()'s 4,300 digits
 
@@ -22,6 +25,18 @@ def one_line(done, status: int = 1) -> str:
     assert len(lines) == 1, done.stderr
     assert done.returncode == status, done.stderr
     assert len(lines[0]) < 400, lines[0]
+    return lines[0]
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(app, [str(a) for a in args], input=input)
+
+
+def one_line_error(result) -> str:
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
     return lines[0]
 
 
@@ -146,3 +161,77 @@ def test_credentials_in_a_uri_reach_no_message_record_or_output(gpt2_vocab, tmp_
     assert "s3://***@corpora/d.txt" in records[1]
     for text in said + records:
         assert secret not in text and "AKIA" not in text, text
+
+
+# ---- files that are not what they seem --------------------------------------------------------
+
+@pytest.fixture
+def loop(tmp_path):
+    (tmp_path / "loop").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop")
+    return tmp_path / "loop"
+
+
+def test_a_symlink_loop_as_an_input_is_one_line_everywhere(gpt2_vocab, tmp_path, loop):
+    for args in (["encode", "-t", gpt2_vocab, loop], ["encode", "-t", gpt2_vocab, loop, "--out", tmp_path / "o"],
+                 ["train", loop, "--vocab-size", 260, "--out", tmp_path / "t"], ["decode", "-t", gpt2_vocab, loop],
+                 ["inspect", gpt2_vocab, "--corpus", loop], ["bench", "-t", gpt2_vocab, loop]):
+        assert "loop: a loop of symbolic links, not a file" in one_line_error(run(*args)), args
+    assert not (tmp_path / "o").exists() and not (tmp_path / "t").exists()
+
+
+def test_a_symlink_loop_as_out_is_one_line(gpt2_vocab, docs, loop):
+    for args in (["encode", "-t", gpt2_vocab, docs, "--out", loop], ["train", docs, "--vocab-size", 260, "--out", loop]):
+        assert f"--out {loop} is a loop of symbolic links" in one_line_error(run(*args)), args
+
+
+def _train_and_shard(gpt2_vocab, tmp_path, path, *args):
+    """The error lines of train and encode --out on path (None where one succeeded)."""
+    said = []
+    for command in (["train", path, "--vocab-size", 260, "--out", tmp_path / "t", "-q"],
+                    ["encode", "-t", gpt2_vocab, path, "--out", tmp_path / "o", "-q"]):
+        result = run(*command, *args)
+        said.append(None if result.exit_code == 0 else one_line_error(result))
+    return said
+
+
+def test_jsonl_nested_100000_deep_is_one_line(gpt2_vocab, tmp_path):
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"text": "ok"}\n{"text": "x", "n": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    for said in _train_and_shard(gpt2_vocab, tmp_path, path):
+        assert "deep.jsonl:2: JSON nested too deeply to read" in said
+
+
+def test_jsonl_with_a_byte_order_mark_is_named_so(gpt2_vocab, tmp_path):
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"text": "hello"}\n')
+    for said in _train_and_shard(gpt2_vocab, tmp_path, path):
+        assert "bom.jsonl:1: starts with a byte-order mark (U+FEFF)" in said and "utf-8-sig" not in said
+
+
+def test_a_lone_surrogate_in_jsonl_is_an_error_or_replaced_as_tiktoken_does(gpt2_vocab, gpt2, tmp_path):
+    import numpy as np
+
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"text": "low lower a\\ud800b"}\n')
+    for said in _train_and_shard(gpt2_vocab, tmp_path, path):
+        assert "s.jsonl:1: field 'text' holds a lone surrogate ('\\ud800' at character 11)" in said
+        assert "--errors replace" in said
+    assert _train_and_shard(gpt2_vocab, tmp_path, path, "--errors", "replace") == [None, None]
+    ids = np.load(tmp_path / "o" / "shard_00000.npy").tolist()
+    assert gpt2.decode(ids) == "low lower a\ufffdb<|endoftext|>"  # never the bytes of the surrogate itself
+
+
+def test_invalid_utf8_in_a_parquet_string_column_is_one_line(gpt2_vocab, gpt2, tmp_path):
+    import numpy as np
+    import pyarrow as pa
+    from pyarrow import parquet
+
+    raw = pa.array([b"hello", b"bad \xff here"], pa.binary())
+    texts = pa.Array.from_buffers(pa.string(), len(raw), raw.buffers())  # as a careless writer leaves it
+    path = tmp_path / "bad.parquet"
+    parquet.write_table(pa.table({"text": texts}), path)
+    for said in _train_and_shard(gpt2_vocab, tmp_path, path):
+        assert "bad.parquet: row 2: column 'text' holds invalid UTF-8 at byte 4 (b'\\xff" in said
+    assert _train_and_shard(gpt2_vocab, tmp_path, path, "--errors", "replace") == [None, None]
+    assert gpt2.decode(np.load(tmp_path / "o" / "shard_00000.npy").tolist()) == "hello<|endoftext|>bad \ufffd here<|endoftext|>"
