@@ -406,7 +406,7 @@ class Dtype(str, Enum):
 @command
 def encode(
     tokenizer: TokenizerOption,
-    inputs: Annotated[Optional[list[str]], typer.Argument(help="Text files (.txt; with --out also .jsonl, .parquet, .gz/.zst/.bz2); - or nothing reads stdin.", metavar="[INPUT...]")] = None,
+    inputs: Annotated[Optional[list[str]], typer.Argument(help="Text (.txt), .jsonl, .parquet, .gz/.zst/.bz2 files; - or nothing reads stdin. Without --out: a line of ids per text file, or per JSONL line or Parquet row.", metavar="[INPUT...]")] = None,
     format: Annotated[Format, typer.Option("--format", "-f", help="ids, tokens, json or count.")] = Format.ids,
     lines: Annotated[bool, typer.Option("--lines", help="Encode each line on its own, one output line each.")] = False,
     special: Annotated[Special, typer.Option(help="all: special tokens in the text become their ids; none: plain text.")] = Special.all,
@@ -427,7 +427,8 @@ def encode(
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,
 ) -> None:
-    """Encode text to token ids, printed on one line per input (or per line with --lines);
+    """Encode text to token ids, printed on one line per text input (or per line with --lines) and
+    per JSONL line or Parquet row;
     with --out, encode a corpus into .npy shards (one document after another, each followed by --eot)."""
     from .executor import keep_freed_memory
 
@@ -436,18 +437,26 @@ def encode(
     if out is not None:
         return _encode_to_shards(tok, inputs or ["-"], out, shard_tokens, workers, scheduler, eot, bos, val_fraction,
                                  text_column, dtype, errors, force, quiet, as_json, shard_format)
-    from .corpus import ERRORS_HINT, read_text
+    from .corpus import ERRORS_HINT, input_kind, read_records, read_text
 
     allow_special = special is Special.all
     stdout = _stdout()
     for name in inputs or ["-"]:
-        text = read_text(name, errors=errors.value, hint=ERRORS_HINT)
-        units = text.split("\n") if lines else [text]
-        if lines and text.endswith("\n"):
-            units.pop()
-        for number, unit in enumerate(units, 1):
+        key: str | None
+        if name != "-" and input_kind(name)[0] != "text":
+            # JSONL and Parquet: the documents train and encode --out read, one line of ids for each
+            # record (as tiktoken's encode_batch gives a list each), never the JSON syntax as text
+            numbered: Any = read_records(name, text_column=text_column, errors=errors.value)
+            key = "row" if input_kind(name)[0] == "parquet" else "line"
+        else:
+            text = read_text(name, errors=errors.value, hint=ERRORS_HINT)
+            units = text.split("\n") if lines else [text]
+            if lines and text.endswith("\n"):
+                units.pop()
+            numbered, key = enumerate(units, 1), "line" if lines else None
+        for number, unit in numbered:
             ids = tok.encode(unit, allowed_special="all") if allow_special else tok.encode_ordinary(unit)
-            stdout.write((_render_ids(tok, ids, format, name, number if lines else None) + "\n").encode())
+            stdout.write((_render_ids(tok, ids, format, name, number if key else None, key or "line") + "\n").encode())
     stdout.flush()
 
 
@@ -487,7 +496,7 @@ def _encode_to_shards(tok, inputs, out, shard_tokens, workers, scheduler, eot, b
     )
 
 
-def _render_ids(tok, ids: list[int], format: Format, name: str, line: int | None) -> str:
+def _render_ids(tok, ids: list[int], format: Format, name: str, line: int | None, key: str = "line") -> str:
     if format is Format.count:
         return str(len(ids))
     if format is Format.tokens:
@@ -497,7 +506,7 @@ def _render_ids(tok, ids: list[int], format: Format, name: str, line: int | None
     if format is Format.json:
         from .corpus import redact
 
-        where = {"input": redact(name)} if line is None else {"input": redact(name), "line": line}
+        where = {"input": redact(name)} if line is None else {"input": redact(name), key: line}
         return json.dumps({**where, "ids": ids, "count": len(ids)})
     return " ".join(map(str, ids))
 
@@ -539,7 +548,7 @@ def inspect(
     text: Annotated[Optional[str], typer.Option(help="Show how this text splits; - reads stdin.")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Shard folder: re-hash every shard against the manifest.")] = False,
     compare: Annotated[Optional[Path], typer.Option(help="A second tokenizer to set beside this one on --corpus.")] = None,
-    corpus: Annotated[Optional[str], typer.Option(help="Text file for bytes per token (with --compare or alone).")] = None,
+    corpus: Annotated[Optional[str], typer.Option(help="A corpus (text, .jsonl, .parquet, compressed) for bytes per token (with --compare or alone).")] = None,
     as_json: JsonOption = False,
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,
@@ -558,14 +567,17 @@ def inspect(
 
     info = describe(tok)
     if corpus:
-        from .corpus import read_text
+        from .corpus import input_kind, read_records, read_text
 
-        sample = read_text(corpus)
+        # JSONL and Parquet: their records' text, as train and encode --out read them
+        samples = [read_text(corpus)] if input_kind(corpus)[0] == "text" else [d for _, d in read_records(corpus)]
         sides = {str(target): tok}
         if compare:
             sides[str(compare)] = _load_tokenizer(compare, None, None)
-        n_bytes = len(sample.encode("utf-8"))
-        info["bytes_per_token"] = {name: n_bytes / max(1, len(t.encode(sample, allowed_special="all"))) for name, t in sides.items()}
+        n_bytes = sum(len(sample.encode("utf-8")) for sample in samples)
+        info["bytes_per_token"] = {
+            name: n_bytes / max(1, sum(len(t.encode(sample, allowed_special="all")) for sample in samples))
+            for name, t in sides.items()}
     if as_json:
         return _print_json(info)
     _render_tokenizer(info)
@@ -669,7 +681,7 @@ def _inspect_shards(folder: Path, verify: bool, as_json: bool) -> None:
 @command
 def bench(
     tokenizer: TokenizerOption,
-    corpus: Annotated[str, typer.Argument(help="A UTF-8 text file; documents split at special tokens.")],
+    corpus: Annotated[str, typer.Argument(help="A UTF-8 text file (documents split at special tokens), or .jsonl / .parquet (a document per record).")],
     against: Annotated[Optional[Peer], typer.Option(help="A peer built from the same ranks, timed in the same run.")] = None,
     workers: Annotated[int, _whole_option(1, help="Processes for bpecli, threads for the peer.")] = 1,
     repeat: Annotated[int, _whole_option(1, help="Runs of each; the median counts.")] = 3,

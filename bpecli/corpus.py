@@ -217,7 +217,9 @@ def spool(name: str, directory: str | None = None) -> str:
     import tempfile  # (here and hashlib below: imported when used, ~9 ms a one-line encode never needs)
 
     source = _stdin_buffer() if name == "-" else None
-    fd, path = tempfile.mkstemp(prefix="bpecli-stdin-", suffix=".txt", dir=directory)
+    # the copy keeps the suffixes that say the kind (a FIFO named docs.jsonl holds JSONL)
+    suffix = "".join(Path(name).suffixes[-2:]) if name != "-" and input_kind(name) != ("text", None) else ".txt"
+    fd, path = tempfile.mkstemp(prefix="bpecli-stdin-", suffix=suffix, dir=directory)
     try:
         with os.fdopen(fd, "wb") as out:
             if source is None:
@@ -623,6 +625,25 @@ def read_document_bytes(part: Part, *, splitter, checksum: bool = True) -> tuple
     return documents, len(raw), digest
 
 
+def read_records(name: str, *, text_column: str = "text", errors: str = "strict") -> Iterator[tuple[int, str]]:
+    """(line or row number, text) of every record of a JSONL or Parquet input (plain or
+    compressed, a file, a stream or a URI), empty texts too, read a part at a time: the documents
+    train and encode --out read, one by one, for encode to print a line of ids each.
+
+    Example: a.jsonl holding {"text": "hi"}, a blank line, {"text": ""} -> (1, "hi"), (3, "")
+    """
+    with streams_spooled([name]) as pairs:
+        before = 0  # the lines of the parts before this one (JSONL parts start where a line does)
+        for part in document_parts(pairs, separators=[], text_column=text_column):
+            if part.kind == "parquet":
+                yield from enumerate(_parquet_texts(part, text_column, errors)[0], part.first_line)
+                continue
+            text = _part_text(part, _part_bytes(part), errors)
+            first = part.first_line if part.data is not None else before + 1
+            yield from ((first + i, value) for i, value in _jsonl_records(text, part, text_column, errors))
+            before = first - 1 + text.count("\n")
+
+
 def _part_bytes(part: Part) -> bytes:
     return read_range(part.path, part.label, part.start, part.end) if part.data is None else part.data
 
@@ -636,9 +657,14 @@ def _part_text(part: Part, raw: bytes, errors: str) -> str:
 
 
 def _jsonl_documents(text: str, part: Part, column: str, errors: str = "strict") -> list[str]:
+    return [value for _, value in _jsonl_records(text, part, column, errors) if value]
+
+
+def _jsonl_records(text: str, part: Part, column: str, errors: str = "strict") -> Iterator[tuple[int, str]]:
+    """(index of its line in the part, its text) for each record of a JSONL part, empty texts too;
+    blank lines hold no record."""
     import json
 
-    documents = []
     for i, line in enumerate(text.split("\n")):
         if not line.strip():
             continue
@@ -667,9 +693,7 @@ def _jsonl_documents(text: str, part: Part, column: str, errors: str = "strict")
                 raise InputError(f"{where()}: field {column!r} holds a lone surrogate ({surrogate.group()!r} at character "
                                  f"{surrogate.start():,}), which is not text; {ERRORS_HINT}")
             value = _SURROGATE.sub("\ufffd", value)
-        if value:
-            documents.append(value)
-    return documents
+        yield i, value
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -713,6 +737,13 @@ def parquet_text_column(schema, column: str, label: str):
 
 
 def _parquet_documents(part: Part, column: str, errors: str = "strict") -> tuple[list[str], int, str]:
+    texts, n_bytes, digest = _parquet_texts(part, column, errors)
+    return [text for text in texts if text], n_bytes, digest
+
+
+def _parquet_texts(part: Part, column: str, errors: str = "strict") -> tuple[list[str], int, str]:
+    """The text of every row of a Parquet part (a row group), empty ones too; the bytes they
+    hold and their sha256."""
     import pyarrow as pa
     from pyarrow import compute, parquet
 
@@ -740,7 +771,7 @@ def _parquet_documents(part: Part, column: str, errors: str = "strict") -> tuple
         documents = values.to_pylist()
     except UnicodeDecodeError:  # a writer that did not check its strings: said as for a text file
         documents = _checked_texts(values.cast(pa.large_binary()).to_pylist(), part, column, errors)
-    return [d for d in documents if d], compute.sum(compute.binary_length(values)).as_py() or 0, digest.hexdigest()
+    return documents, compute.sum(compute.binary_length(values)).as_py() or 0, digest.hexdigest()
 
 
 def _checked_texts(values: list[bytes], part: Part, column: str, errors: str) -> list[str]:

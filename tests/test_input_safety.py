@@ -235,3 +235,73 @@ def test_invalid_utf8_in_a_parquet_string_column_is_one_line(gpt2_vocab, gpt2, t
         assert "bad.parquet: row 2: column 'text' holds invalid UTF-8 at byte 4 (b'\\xff" in said
     assert _train_and_shard(gpt2_vocab, tmp_path, path, "--errors", "replace") == [None, None]
     assert gpt2.decode(np.load(tmp_path / "o" / "shard_00000.npy").tolist()) == "hello<|endoftext|>bad \ufffd here<|endoftext|>"
+
+
+# ---- plain encode reads the documents encode --out and train read ------------------------------
+
+@pytest.fixture
+def records(tmp_path):
+    """The same four records as JSONL, gzipped JSONL and Parquet (one empty, one with a special token)."""
+    import gzip
+
+    import pyarrow as pa
+    from pyarrow import parquet
+
+    texts = ["hello world", "", "two<|endoftext|>", 'a "quoted" {brace}\nline']
+    jsonl = tmp_path / "r.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": t}) + "\n" + ("\n" if i == 0 else "") for i, t in enumerate(texts)))
+    (tmp_path / "r.jsonl.gz").write_bytes(gzip.compress(jsonl.read_bytes()))
+    parquet.write_table(pa.table({"text": texts}), tmp_path / "r.parquet", row_group_size=3)
+    return texts, [jsonl, tmp_path / "r.jsonl.gz", tmp_path / "r.parquet"]
+
+
+def test_plain_encode_prints_a_line_of_ids_per_record_never_the_json(gpt2_vocab, gpt2, records):
+    texts, paths = records
+    for path in paths:
+        result = run("encode", "-t", gpt2_vocab, path)
+        assert result.exit_code == 0, result.output
+        assert result.output == "".join(" ".join(map(str, gpt2.encode(t, allowed_special="all"))) + "\n" for t in texts)
+        ordinary = run("encode", "-t", gpt2_vocab, path, "--special", "none").output.splitlines()
+        assert ordinary == [" ".join(map(str, gpt2.encode_ordinary(t))) for t in texts]
+    lines = run("encode", "-t", gpt2_vocab, paths[0], "-f", "json").output.splitlines()
+    assert [(r["line"], r["count"]) for r in map(json.loads, lines)] == [(1, 2), (3, 0), (4, 2), (5, 10)]
+    rows = run("encode", "-t", gpt2_vocab, paths[2], "-f", "json").output.splitlines()
+    assert [r["row"] for r in map(json.loads, rows)] == [1, 2, 3, 4]
+
+
+def test_plain_encode_and_encode_out_read_the_same_documents(gpt2_vocab, gpt2, records, tmp_path):
+    import numpy as np
+
+    texts, paths = records
+    for path in paths:
+        out = tmp_path / f"out-{path.name}"
+        assert run("encode", "-t", gpt2_vocab, path, "--out", out, "--eot", "none", "-q").exit_code == 0
+        shard = np.load(out / "shard_00000.npy").tolist()
+        plain = run("encode", "-t", gpt2_vocab, path, "--special", "none").output.split()
+        assert shard == [int(i) for i in plain]
+
+
+@pytest.mark.system
+def test_a_fifo_named_jsonl_is_read_as_jsonl(gpt2_vocab, gpt2, tmp_path):
+    import os
+
+    fifo = tmp_path / "docs.jsonl"
+    os.mkfifo(fifo)
+    feed = f"(printf '%s\\n' '{{\"text\": \"hello world\"}}' > {fifo} &) ; "
+    done = shell(feed + f"bpecli encode -t {gpt2_vocab} {fifo}")
+    assert (done.returncode, done.stdout) == (0, "31373 995\n"), done.stderr
+    done = shell(feed + f"bpecli encode -t {gpt2_vocab} {fifo} --out {tmp_path / 'out'} -q")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["total_tokens"] == 3
+
+
+def test_inspect_corpus_and_bench_read_records_not_json(gpt2_vocab, gpt2, records):
+    texts, paths = records
+    n_bytes = sum(len(t.encode()) for t in texts)
+    n_tokens = sum(len(gpt2.encode(t, allowed_special="all")) for t in texts)
+    for path in paths:
+        info = json.loads(run("inspect", gpt2_vocab, "--corpus", path, "--json").output)
+        assert list(info["bytes_per_token"].values()) == [n_bytes / n_tokens]
+        report = json.loads(run("bench", "-t", gpt2_vocab, path, "--repeat", 1, "--json").output)
+        ordinary = sum(len(gpt2.encode_ordinary(t)) for t in texts)  # bench times encode_ordinary
+        assert (report["documents"], report["bytes"], report["bpecli"]["tokens"]) == (3, n_bytes, ordinary)
