@@ -305,3 +305,72 @@ def test_inspect_corpus_and_bench_read_records_not_json(gpt2_vocab, gpt2, record
         report = json.loads(run("bench", "-t", gpt2_vocab, path, "--repeat", 1, "--json").output)
         ordinary = sum(len(gpt2.encode_ordinary(t)) for t in texts)  # bench times encode_ordinary
         assert (report["documents"], report["bytes"], report["bpecli"]["tokens"]) == (3, n_bytes, ordinary)
+
+
+# ---- memory stays bounded whatever the input ---------------------------------------------------
+
+# Runs a command and, on its last stderr line, says the peak resident memory (KiB) of it and of
+# every process it waited for: the largest of bpecli's own and its workers'.
+PEAK = ("import resource, subprocess, sys\n"
+        "done = subprocess.run(sys.argv[1:])\n"
+        "print('PEAK', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+        "sys.exit(done.returncode)\n")
+SAFETY = "ulimit -v 6000000; "  # a runaway (the code before this test) fails, not the machine
+
+
+def measured(script: str, **kwargs):
+    """(the run of a bpecli command line in bash, its peak memory in MiB)."""
+    prelude = f'bpecli() {{ "{sys.executable}" -c "$PEAK" "{sys.executable}" -m bpecli "$@"; }}\n'
+    done = subprocess.run(["bash", "-c", SAFETY + prelude + script], capture_output=True, text=True, timeout=300,
+                          env={**kwargs.pop("env", {}), "PEAK": PEAK, "PATH": "/usr/bin:/bin"}, **kwargs)
+    lines = done.stderr.strip().splitlines()
+    assert lines and lines[-1].startswith("PEAK "), done.stderr
+    done.stderr = "\n".join(lines[:-1])
+    return done, int(lines[-1].split()[1]) / 1024
+
+
+@pytest.fixture(scope="module")
+def long_line(tmp_path_factory, kernel_docs_sample):
+    """One JSONL line of 20 MB of real text, and the text as a plain file."""
+    text = (kernel_docs_sample.replace("<|endoftext|>", "") * 10)[:20_000_000]
+    folder = tmp_path_factory.mktemp("long")
+    (folder / "line.jsonl").write_text(json.dumps({"text": text}) + "\n", encoding="utf-8")
+    (folder / "doc.txt").write_text(text, encoding="utf-8")
+    return folder
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("command", ["train {folder}/line.jsonl --vocab-size 300 --out {out} -q --workers 2",
+                                     "encode -t {vocab} {folder}/line.jsonl --out {out} -q --workers 2",
+                                     "encode -t {vocab} {folder}/doc.txt --out {out} -q --workers 1"])
+def test_a_20_mb_document_is_encoded_and_counted_in_bounded_memory(gpt2_vocab, tmp_path, long_line, command):
+    """Its peak was 40-45 times its size (776-949 MiB) when the bulk engine took a document as one batch."""
+    done, peak = measured("bpecli " + command.format(folder=long_line, out=tmp_path / "out", vocab=gpt2_vocab))
+    assert done.returncode == 0, done.stderr
+    assert peak < 500, f"{peak:.0f} MiB"
+
+
+def test_long_documents_encode_and_count_in_blocks_to_the_same_ids_and_counts(gpt2, tiktoken_gpt2, kernel_docs_sample):
+    """A document past a batch is cut at safe cuts first: the ids and counts are those of the whole."""
+    from collections import Counter
+
+    from bpecli.counting import COUNT_BATCH, count_pieces
+    from bpecli.pretokenize import PATTERNS, compiled, vectorised_splitter
+
+    text = kernel_docs_sample.replace("<|endoftext|>", "") * 5  # ~10 MB: past the 4 MiB batch
+    ids, ends = gpt2.encode_documents([b"tiny", text.encode(), b"", b"end"], eot=50256)
+    expected = [tiktoken_gpt2.encode_ordinary(t) + [50256] for t in ("tiny", text, "", "end")]
+    assert ids.tolist() == [i for e in expected for i in e]
+    assert ends.tolist() == list(__import__("itertools").accumulate(map(len, expected)))
+    document = text[: 3 * COUNT_BATCH].encode()
+    counts = count_pieces([document], vectorised_splitter(PATTERNS["gpt2"])).to_dict()
+    assert counts == Counter(p.encode() for p in compiled(PATTERNS["gpt2"]).findall(document.decode()))
+
+
+def test_a_long_document_with_no_safe_cut_is_one_block(gpt2, tiktoken_gpt2):
+    from bpecli.pretokenize import safe_blocks
+
+    text = "漢字" * 800_000 + "\nNext line"  # 4.8 MB: one cut, before "Next"
+    assert [len(b) for b in safe_blocks(text.encode(), 1 << 20)] == [4_800_001, 9]
+    ids, _ = gpt2.encode_documents([text.encode()])
+    assert ids.tolist() == tiktoken_gpt2.encode_ordinary(text)
