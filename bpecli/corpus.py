@@ -6,11 +6,10 @@ import errno
 import mmap
 import os
 import re
-import shutil
 import stat
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,7 +129,7 @@ def open_input(path: str, label: str):
 
 
 class _RemoteBytes:
-    """A remote file as chunk_boundaries and _regex_boundaries read it: a size, and searches from
+    """A remote file as chunk_boundaries and _Cuts read it: a size, and searches from
     an offset that fetch a window at a time, so cutting a large object into parts reads little of it."""
 
     WINDOW = 1 << 20
@@ -168,12 +167,12 @@ class _RemoteBytes:
 
 def open_mmap(path: str | Path) -> mmap.mmap | bytes:
     """Map a file read-only; an empty file gives b"" (mmap refuses length 0), and a stream (see
-    is_stream) is read whole."""
+    is_stream) is read whole, up to MAX_DOCUMENT_BYTES."""
     try:
         with open(path, "rb") as f:
             info = os.fstat(f.fileno())
             if not stat.S_ISREG(info.st_mode):
-                return f.read()
+                return _bounded(f.read(MAX_DOCUMENT_BYTES + 1), str(path))
             if info.st_size == 0:
                 return b""
             return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -211,27 +210,26 @@ def _stdin_buffer():
     return sys.stdin.buffer
 
 
-def spool(name: str, directory: str | None = None) -> str:
+def spool(name: str, directory: str | None = None, separators: Sequence[str] = ()) -> str:
     """Copy a stream ("-" for stdin, a FIFO...) to a temporary file so it can be read in ranges
-    like any other input; the copy is removed again if it cannot be made whole."""
+    like any other input; the copy is removed again if it cannot be made whole. Text or JSONL that
+    runs MAX_DOCUMENT_BYTES without a newline or one of separators is an error here (/dev/zero
+    would fill the disk): no document of it could be read."""
     import tempfile  # (here and hashlib below: imported when used, ~9 ms a one-line encode never needs)
 
-    source = _stdin_buffer() if name == "-" else None
+    label = "<stdin>" if name == "-" else name
+    kind = ("text", None) if name == "-" else input_kind(name)
     # the copy keeps the suffixes that say the kind (a FIFO named docs.jsonl holds JSONL)
-    suffix = "".join(Path(name).suffixes[-2:]) if name != "-" and input_kind(name) != ("text", None) else ".txt"
+    suffix = "".join(Path(name).suffixes[-2:]) if kind != ("text", None) else ".txt"
+    ends = [b"\n", *(s.encode("utf-8") for s in separators)] if kind[0] != "parquet" and not kind[1] else []
     fd, path = tempfile.mkstemp(prefix="bpecli-stdin-", suffix=suffix, dir=directory)
     try:
-        with os.fdopen(fd, "wb") as out:
-            if source is None:
-                with open(name, "rb") as source:
-                    shutil.copyfileobj(source, out, 1 << 20)
-            else:
-                shutil.copyfileobj(source, out, 1 << 20)
+        with os.fdopen(fd, "wb") as out, (open(name, "rb") if name != "-" else nullcontext(_stdin_buffer())) as source:
+            _copy_checked(source, out, ends, label)
     except OSError as e:
         os.unlink(path)
-        label = "standard input" if name == "-" else name
         if e.filename is None or e.filename == path:
-            raise InputError(f"cannot copy {label} to {os.path.dirname(path)} ({e.strerror or e}); "
+            raise InputError(f"cannot copy {'standard input' if name == '-' else label} to {os.path.dirname(path)} ({e.strerror or e}); "
                              "set TMPDIR to a folder with room") from None
         raise _open_error(label, e) from None
     except BaseException:
@@ -240,16 +238,36 @@ def spool(name: str, directory: str | None = None) -> str:
     return path
 
 
+def _copy_checked(source, out, ends: list[bytes], label: str) -> None:
+    """Copy source to out a block at a time; with ends, stop once MAX_DOCUMENT_BYTES pass without one."""
+    keep = max(map(len, ends), default=1) - 1  # the bytes before a block that an end may start in
+    copied, after_end, tail = 0, 0, b""  # after_end: where the bytes after the last end start
+    while block := source.read(1 << 20):
+        out.write(block)
+        if ends:
+            window = tail + block  # window starts at byte copied - len(tail)
+            found = max((at + len(end) for end in ends if (at := window.rfind(end)) >= 0), default=0)
+            if found:
+                after_end = max(after_end, copied - len(tail) + found)
+            if copied + len(block) - after_end > MAX_DOCUMENT_BYTES:
+                more = "or special token " if len(ends) > 1 else ""
+                raise InputError(f"{label}: over {MAX_DOCUMENT_BYTES >> 20} MiB from byte {after_end:,} with no line end "
+                                 f"{more}in it (is it an endless stream, such as /dev/zero?); bpecli holds a "
+                                 f"document whole, and at most {MAX_DOCUMENT_BYTES >> 20} MiB of one")
+            tail = window[len(window) - keep :] if keep else b""
+        copied += len(block)
+
+
 @contextmanager
-def streams_spooled(names: list[str]):
+def streams_spooled(names: list[str], separators: Sequence[str] = ()):
     """(path, label) for each input name; stdin ("-") and other streams (FIFOs, `<(...)`) are
     copied to temporary files first and removed afterwards, so that every input can be read in
-    byte ranges like a file."""
+    byte ranges like a file. separators end documents in them (see spool)."""
     spooled: dict[str, str] = {}
     try:
         for name in names:
             if (name == "-" or is_stream(name)) and name not in spooled:
-                spooled[name] = spool(name)
+                spooled[name] = spool(name, separators=separators)
         yield input_pairs([(spooled.get(name, name), "<stdin>" if name == "-" else name) for name in names])
     finally:
         for path in spooled.values():
@@ -348,21 +366,30 @@ def decode_utf8(raw: bytes, name: str, *, errors: str = "strict", offset: int = 
 
 
 def _lines_before(path: str, offset: int) -> int:
-    data = _RemoteBytes(path, path) if is_uri(path) else open_mmap(path)
-    return bytes(data[:offset]).count(b"\n")
+    return _lines_before_in(_RemoteBytes(path, path) if is_uri(path) else open_mmap(path), offset)
+
+
+def _lines_before_in(data, offset: int) -> int:
+    """The newlines in data[:offset], counted a block at a time (never a copy of the whole)."""
+    step = 16 << 20
+    return sum(bytes(data[at : min(offset, at + step)]).count(b"\n") for at in range(0, offset, step))
 
 
 def read_bytes(name: str) -> bytes:
-    """The whole of a file (decompressed if it is named .gz, .zst or .bz2), or of stdin for "-"."""
+    """The whole of a file (decompressed if it is named .gz, .zst or .bz2), or of stdin for "-";
+    at most MAX_DOCUMENT_BYTES of it (more is an error: /dev/zero never ends)."""
     if name == "-":
-        return _stdin_buffer().read()
+        return _bounded(_stdin_buffer().read(MAX_DOCUMENT_BYTES + 1), "<stdin>")
+    label = redact(name)
     compression = COMPRESSIONS.get(Path(_path_of(name)).suffix)
     if is_uri(name):
         import pyarrow as pa
 
-        with open_input(name, redact(name)) as raw:
+        with open_input(name, label) as raw:
             try:
-                return pa.CompressedInputStream(raw, compression).read() if compression else raw.read()
+                if compression:
+                    return _bounded(pa.CompressedInputStream(raw, compression).read(MAX_DOCUMENT_BYTES + 1), label)
+                return _bounded(raw.read(MAX_DOCUMENT_BYTES + 1), label)
             except (OSError, pa.ArrowException) as e:
                 raise InputError(redact(f"{name}: cannot read or decompress ({e})")) from None
     if compression:
@@ -370,12 +397,24 @@ def read_bytes(name: str) -> bytes:
 
         try:
             with pa.input_stream(name, compression=compression) as stream:
-                return stream.read()
+                return _bounded(stream.read(MAX_DOCUMENT_BYTES + 1), label)
         except FileNotFoundError:
-            raise InputError(f"{name}: no such file") from None
+            raise InputError(f"{label}: no such file") from None
         except (OSError, pa.ArrowException) as e:
-            raise InputError(f"{name}: cannot read or decompress ({e})") from None
-    return bytes(open_mmap(name))
+            raise InputError(f"{label}: cannot read or decompress ({e})") from None
+    return bytes(_bounded(open_mmap(name), label))
+
+
+def _bounded(data, label: str):
+    """data, if it is no more than MAX_DOCUMENT_BYTES (read as MAX_DOCUMENT_BYTES + 1 at most)."""
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise _too_much(label)
+    return data
+
+
+def _too_much(label: str) -> InputError:
+    return InputError(f"{label}: over {MAX_DOCUMENT_BYTES >> 20} MiB, more than bpecli reads whole (is it an endless "
+                      "stream, such as /dev/zero?); a file is read in parts by encode, encode --out and train")
 
 
 def read_text(name: str, errors: str = "strict", hint: str | None = None) -> str:
@@ -437,6 +476,12 @@ COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".bz2": "bz2"}
 # Inputs are handed to workers in parts of about this many bytes, whatever the worker count, so
 # that a part's number means the same thing on every run (resuming relies on it).
 PART_BYTES = 2 << 20
+# The memory budget for one document: bpecli reads a document (text between special tokens, a
+# JSONL line, a Parquet value; in training, text between places it may cut) whole, and stops at
+# one longer than this, naming where it starts, rather than grow without limit.
+MAX_DOCUMENT_BYTES = 64 << 20
+# A Parquet row group is one part, read whole: the most of its text column bpecli reads at once.
+MAX_ROW_GROUP_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -483,41 +528,118 @@ def document_parts(
 ) -> Iterator[Part]:
     """Parts of every input, in order. inputs are (path, label) pairs; separators are the special
     tokens that end documents in text files. Text without separators is one document, unless
-    safe_cut (a regex where the pattern surely starts a piece: training) says where to cut it.
+    safe_cut (a regex where the pattern surely starts a piece: training) says where else to cut it.
+    A document longer than MAX_DOCUMENT_BYTES is an error that says where it starts.
 
     part_bytes overrides PART_BYTES where the parts need not be the same on every run (training).
 
     Example: a 10 MB text file -> Part(start=0, end=2097190), Part(start=2097190, ...), ...
     """
     part_bytes = part_bytes or PART_BYTES
-    cuts = [s.encode("utf-8") for s in separators]
     for path, label in inputs:
         path = path if is_uri(path) else os.path.abspath(path)  # workers elsewhere may not share our cwd
         kind, compression = input_kind(path)
-        text_cut = None if cuts or kind != "text" or safe_cut is None else re.compile(safe_cut.encode())
         if kind == "parquet":
             yield from _parquet_parts(path, label, text_column)
-        elif compression:
-            yield from _stream_parts(path, label, kind, compression, cuts if kind == "text" else [b"\n"], text_cut, part_bytes)
-        else:
-            data = _RemoteBytes(path, label) if is_uri(path) else open_mmap(path)
-            n_parts = -(-len(data) // part_bytes)
-            if text_cut is not None:
-                bounds = _regex_boundaries(data, n_parts, text_cut)
-            else:
-                bounds = chunk_boundaries(data, n_parts, cuts if kind == "text" else [b"\n"])
-            yield from (Part(path, label, kind, a, b, weight=b - a) for a, b in zip(bounds, bounds[1:]) if b > a)
+            continue
+        cuts = _Cuts(kind, separators, safe_cut)
+        if compression:
+            yield from _stream_parts(path, label, kind, compression, cuts, part_bytes)
+            continue
+        data = _RemoteBytes(path, label) if is_uri(path) else open_mmap(path)
+        n_parts = -(-len(data) // part_bytes)
+        if cuts.safe is not None:
+            bounds = cuts.boundaries(data, n_parts)
+        else:  # (JSONL files cut before a newline, as parts always were: a part's number means the same)
+            bounds = chunk_boundaries(data, n_parts, cuts.literals)
+        for a, b in zip(bounds, bounds[1:]):
+            if b - a > MAX_DOCUMENT_BYTES:  # a part this long may hold a document past the budget
+                _check_lengths(data, a, b, cuts, label)
+        yield from (Part(path, label, kind, a, b, weight=b - a) for a, b in zip(bounds, bounds[1:]) if b > a)
 
 
-def _regex_boundaries(data, n_parts: int, cut: re.Pattern) -> list[int]:
-    """Offsets that cut data into about n_parts pieces, each where cut matches."""
-    size, bounds = len(data), [0]
-    for i in range(1, n_parts):
-        found = _search(data, cut, max(i * size // n_parts, bounds[-1] + 1))
-        if found < 0:
-            break
-        bounds.append(found)
-    return sorted(set(bounds + [size]))
+class _Cuts:
+    """Where an input may be cut into parts: before a separator in text, and in training also at a
+    safe cut (a regex that matches just after a newline, where a piece surely starts: SAFE_CUT);
+    after a newline in JSONL read as a stream (before it in a file, as parts were always cut)."""
+
+    def __init__(self, kind: str, separators: list[str], safe_cut: str | None):
+        self.kind, self.separators = kind, separators
+        self.literals = [s.encode("utf-8") for s in separators] if kind == "text" else [b"\n"]
+        self.after = 1 if kind != "text" else 0  # a JSONL cut is after its newline
+        # (a safe cut is never inside a separator unless a separator holds a newline)
+        use_safe = kind == "text" and safe_cut is not None and not any("\n" in s for s in separators)
+        self.safe = re.compile(safe_cut.encode()) if use_safe and safe_cut is not None else None
+        self.margin = max(map(len, self.literals), default=0) + 8  # a match may end this far into new data
+
+    def last(self, data, start: int) -> int:
+        """The last cut in data[start - margin:], -1 if none."""
+        start = max(0, start - self.margin)
+        found = max((data.rfind(c, start) for c in self.literals), default=-1)
+        found = found + self.after if found >= 0 else -1
+        if self.safe is not None:  # newlines found by a literal search, then checked: ~50x a regex search
+            at = len(data)
+            while (at := data.rfind(b"\n", max(start, found), at)) >= 0 and at + 1 > found:
+                if self.safe.match(data, at + 1):
+                    return at + 1
+        return found
+
+    def first(self, data, start: int, end: int | None = None) -> int:
+        """The first cut in data[start + 1:end], -1 if none."""
+        end = len(data) if end is None else end
+        if isinstance(data, _RemoteBytes):  # searched a window at a time
+            needles: list = [*self.literals, *([self.safe] if self.safe is not None else [])]
+            found = [at + (self.after if i < len(self.literals) else 0)
+                     for i, at in enumerate(data.search(needle, start + 1) for needle in needles) if 0 <= at < end]
+            return min(found, default=-1)
+        found = [at + self.after for at in (data.find(c, start + 1, end) for c in self.literals) if at >= 0]
+        best = min(found, default=end)
+        if self.safe is not None:
+            at = start
+            while (at := data.find(b"\n", at, best - 1)) >= 0:
+                if self.safe.match(data, at + 1):
+                    best = at + 1
+                    break
+                at += 1
+        return best if best < end else -1
+
+    def boundaries(self, data, n_parts: int) -> list[int]:
+        """Offsets that cut data into about n_parts pieces, each at a cut."""
+        size, bounds = len(data), [0]
+        for i in range(1, n_parts):
+            found = self.first(data, max(i * size // n_parts, bounds[-1] + 1) - 1)
+            if found < 0:
+                break
+            bounds.append(found)
+        return sorted(set(bounds + [size]))
+
+    def too_long(self, label: str, start: int, line: int | None, decompressed: bool = False) -> InputError:
+        """The error for a document of over MAX_DOCUMENT_BYTES that starts at byte `start`."""
+        at = f"byte {start:,}" + (" of the decompressed data" if decompressed else "")
+        budget = f"bpecli holds a document whole, and at most {MAX_DOCUMENT_BYTES >> 20} MiB of one"
+        if self.kind == "jsonl":
+            where = f"{label}:{line}" if line is not None else label
+            return InputError(f"{where}: a line of over {MAX_DOCUMENT_BYTES >> 20} MiB (from {at}); {budget}")
+        names = " or ".join(s if s.isprintable() else repr(s) for s in self.separators[:3]) or "special token"
+        if self.safe is not None:
+            return InputError(f"{label}: over {MAX_DOCUMENT_BYTES >> 20} MiB from {at} with no {names} and no line "
+                              f"starting with a letter or digit to cut it at (is it text?); {budget}")
+        hint = f"put {names.split(' or ')[0]} between documents" if self.separators else "name a special token that separates them"
+        return InputError(f"{label}: the document at {at} runs over {MAX_DOCUMENT_BYTES >> 20} MiB with no {names} "
+                          f"in it (is it text?); {budget}: {hint}")
+
+
+def _check_lengths(data, a: int, b: int, cuts: _Cuts, label: str) -> None:
+    """An error for the first document in data[a:b] longer than MAX_DOCUMENT_BYTES."""
+    start = a
+    while start < b:
+        end = cuts.first(data, start, min(b, start + MAX_DOCUMENT_BYTES + cuts.margin + 1))
+        if end < 0 or end - start > MAX_DOCUMENT_BYTES:
+            if b - start <= MAX_DOCUMENT_BYTES:
+                return
+            line = _lines_before_in(data, start) + 1 if cuts.kind == "jsonl" else None
+            raise cuts.too_long(label, start, line)
+        start = end
 
 
 def _parquet_parts(path: str, label: str, column: str) -> Iterator[Part]:
@@ -528,18 +650,29 @@ def _parquet_parts(path: str, label: str, column: str) -> Iterator[Part]:
             metadata = parquet.ParquetFile(source).metadata
     except (OSError, ArrowException) as e:
         raise InputError(f"{label}: not a readable Parquet file ({e})") from None
-    parquet_text_column(metadata.schema.to_arrow_schema(), column, label)
+    top = parquet_text_column(metadata.schema.to_arrow_schema(), column, label)[0]
     row, groups, size = 0, metadata.num_row_groups, input_stat(path, label)[0]
     for group in range(groups):  # progress: the file's bytes shared out among its row groups
+        chunks = metadata.row_group(group)
+        held = sum(chunks.column(i).total_uncompressed_size for i in range(chunks.num_columns)
+                   if chunks.column(i).path_in_schema.split(".")[0] == top)  # what reading the column holds
+        if held > MAX_ROW_GROUP_BYTES:
+            raise _row_group_too_large(label, group, held)
         weight = size * (group + 1) // groups - size * group // groups
         yield Part(path, label, "parquet", start=group, first_line=row + 1, weight=weight)
-        row += metadata.row_group(group).num_rows
+        row += chunks.num_rows
 
 
-def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: list[bytes], text_cut=None,
+def _row_group_too_large(label: str, group: int, held: int) -> InputError:
+    return InputError(f"{label}: row group {group} holds {held / 2**20:,.0f} MiB of the text column, more than the "
+                      f"{MAX_ROW_GROUP_BYTES >> 20} MiB bpecli reads at once (a row group is read whole); write the file "
+                      "with smaller row groups, e.g. pyarrow.parquet.write_table(table, path, row_group_size=10_000)")
+
+
+def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: _Cuts,
                   part_bytes: int = PART_BYTES) -> Iterator[Part]:
-    """Blocks of a compressed stream, each cut after its last document (or line) end, or at its
-    last match of text_cut."""
+    """Blocks of a compressed stream, each cut at its last cut (see _Cuts); a document longer than
+    MAX_DOCUMENT_BYTES is an error, so what is held stays within the budget."""
     import pyarrow as pa
 
     raw = open_input(path, label)  # its position: the compressed bytes read so far, for progress
@@ -547,7 +680,8 @@ def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: list
         stream = pa.CompressedInputStream(raw, compression)
     except (OSError, pa.ArrowException) as e:
         raise InputError(f"{label}: cannot read ({e})") from None
-    carry = b""
+    pending = bytearray()  # what is read and not yet in a part: it starts where a document does
+    offset = 0  # where pending starts in the decompressed data
     line = 1
     counted = 0
 
@@ -562,24 +696,27 @@ def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: list
                 block = stream.read(part_bytes)
             except (OSError, pa.ArrowException) as e:
                 raise InputError(f"{label}: cannot decompress ({e})") from None
-            buffer = carry + block
             if not block:
-                if buffer:
-                    yield Part(path, label, kind, data=buffer, first_line=line, weight=advance())
+                if len(pending) > MAX_DOCUMENT_BYTES:
+                    raise cuts.too_long(label, offset, line, decompressed=True)
+                if pending:
+                    yield Part(path, label, kind, data=bytes(pending), first_line=line, weight=advance())
                 return
-            # text: cut where the last special token starts; JSONL: after the last newline
-            cut = max((buffer.rfind(c) for c in cuts), default=-1)
-            if kind != "text" and cut >= 0:
-                cut += 1
-            if text_cut is not None:
-                found = [m.start() for m in text_cut.finditer(buffer, max(0, len(buffer) - (1 << 16)))]
-                cut = found[-1] if found else -1
+            searched = len(pending)
+            pending += block
+            # pending held no cut but at its start: only the new bytes (and a margin) can hold one,
+            # and the first of them ends the document pending starts with
+            cut = cuts.last(pending, searched)
+            first = cuts.first(pending, max(0, searched - cuts.margin - 1)) if cut > 0 else -1
+            if (first if first > 0 else len(pending)) > MAX_DOCUMENT_BYTES:
+                raise cuts.too_long(label, offset, line, decompressed=True)
             if cut <= 0:
-                carry = buffer
                 continue
-            part, carry = buffer[:cut], buffer[cut:]
+            part = bytes(pending[:cut])
+            del pending[:cut]
             yield Part(path, label, kind, data=part, first_line=line, weight=advance())
             line += part.count(b"\n")
+            offset += cut
 
 
 def read_documents(part: Part, *, splitter, text_column: str = "text", errors: str = "strict",
@@ -756,9 +893,18 @@ def _parquet_texts(part: Part, column: str, errors: str = "strict") -> tuple[lis
         raise InputError(f"{part.label}: cannot read row group {part.start} ({e})") from None
     for name in names[1:]:
         values = compute.struct_field(values, name)
-    if pa.types.is_dictionary(values.type):
+    if pa.types.is_dictionary(values.type):  # its texts written out: a few repeated ones may be huge
+        held = sum(compute.sum(compute.take(compute.binary_length(chunk.dictionary), chunk.indices)).as_py() or 0
+                   for chunk in values.chunks)
+        if held > MAX_ROW_GROUP_BYTES:
+            raise _row_group_too_large(part.label, part.start, held)
         values = values.cast(values.type.value_type)
     values = values.cast(pa.large_string()).combine_chunks()
+    lengths = compute.binary_length(values)
+    if len(values) and (compute.max(lengths).as_py() or 0) > MAX_DOCUMENT_BYTES:
+        row = part.first_line + compute.index(compute.greater(lengths, MAX_DOCUMENT_BYTES), True).as_py()
+        raise InputError(f"{part.label}: row {row}: column {column!r} holds over {MAX_DOCUMENT_BYTES >> 20} MiB of text; "
+                         f"bpecli holds a document whole, and at most {MAX_DOCUMENT_BYTES >> 20} MiB of one")
     if values.null_count:
         row = part.first_line + compute.index(compute.is_null(values), True).as_py()
         raise InputError(f"{part.label}: row {row}: column {column!r} is null, not text")

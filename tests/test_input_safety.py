@@ -330,6 +330,62 @@ def measured(script: str, **kwargs):
 
 
 @pytest.fixture(scope="module")
+def bomb(tmp_path_factory):
+    """128 MiB of "a" in 130 kB of gzip: no separator, newline or safe cut in it."""
+    import zlib
+
+    path = tmp_path_factory.mktemp("bomb") / "bomb.txt.gz"
+    packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+    with open(path, "wb") as out:
+        for _ in range(128):
+            out.write(packer.compress(b"a" * (1 << 20)))
+        out.write(packer.flush())
+    return path
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("command", ["train {input} --vocab-size 300 --out {out}", "encode -t {vocab} {input} --out {out}"])
+def test_a_gzip_bomb_stops_at_the_budget_naming_where(gpt2_vocab, tmp_path, bomb, command):
+    done, peak = measured("bpecli " + command.format(input=bomb, out=tmp_path / "out", vocab=gpt2_vocab))
+    said = one_line(done)
+    assert "bomb.txt.gz: " in said and "64 MiB from byte 0 of the decompressed data" in said or (
+        "the document at byte 0 of the decompressed data runs over 64 MiB" in said), said
+    assert peak < 400, f"{peak:.0f} MiB"  # the budget and a part, not the 128 MiB (or the gigabytes) of the bomb
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+@pytest.fixture
+def roomy_tmpdir(tmp_path):
+    """A 96 MiB tmpfs for spooled streams: /dev/zero fills it unless the copy stops at the budget."""
+    folder = tmp_path / "spool"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(folder)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (it needs root)")
+    yield folder
+    subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("command, message", [
+    ("train /dev/zero --vocab-size 300 --out {out}", "/dev/zero: over 64 MiB from byte 0 with no line end in it"),
+    ("encode -t {vocab} /dev/zero --out {out}", "/dev/zero: over 64 MiB from byte 0 with no line end or special token"),
+    ("train - --vocab-size 300 --out {out} < /dev/zero", "<stdin>: over 64 MiB from byte 0 with no line end"),
+    ("encode -t {vocab} /dev/zero", "/dev/zero: over 64 MiB, more than bpecli reads whole"),
+    ("encode -t {vocab} < /dev/zero", "<stdin>: over 64 MiB, more than bpecli reads whole"),
+    ("decode -t {vocab} /dev/zero", "/dev/zero: over 64 MiB"),
+    ("inspect {vocab} --corpus /dev/zero", "/dev/zero: over 64 MiB"),
+    ("inspect {vocab} --text - < /dev/zero", "<stdin>: over 64 MiB"),
+    ("bench -t {vocab} /dev/zero", "/dev/zero: over 64 MiB"),
+])
+def test_dev_zero_as_an_input_stops_at_the_budget(gpt2_vocab, tmp_path, roomy_tmpdir, command, message):
+    script = "bpecli " + command.format(out=tmp_path / "out", vocab=gpt2_vocab)
+    done, peak = measured(script, env={"TMPDIR": str(roomy_tmpdir)})
+    assert message in one_line(done)
+    assert peak < 400, f"{peak:.0f} MiB"
+    assert list(roomy_tmpdir.iterdir()) == [] and not (tmp_path / "out" / "manifest.json").exists()
+
+
+@pytest.fixture(scope="module")
 def long_line(tmp_path_factory, kernel_docs_sample):
     """One JSONL line of 20 MB of real text, and the text as a plain file."""
     text = (kernel_docs_sample.replace("<|endoftext|>", "") * 10)[:20_000_000]
