@@ -417,6 +417,26 @@ def _too_much(label: str) -> InputError:
                       "stream, such as /dev/zero?); a file is read in parts by encode, encode --out and train")
 
 
+def reads_whole(name: str) -> bool:
+    """Whether encode reads this text input whole: stdin and other streams (read once, up to the
+    budget) and local uncompressed files of at most PART_BYTES; others it reads in parts."""
+    if name == "-" or is_stream(name):
+        return True
+    if is_uri(name) or COMPRESSIONS.get(Path(name).suffix):
+        return False
+    try:
+        return os.stat(name).st_size <= PART_BYTES
+    except OSError:
+        return True  # missing or unreadable: said by the read
+
+
+def text_parts(name: str, *, separators: list[str], safe_cut: str | None = None, errors: str = "strict") -> Iterator[str]:
+    """The text of a file or URI (plain or compressed) a part at a time, cut before a separator
+    or at a safe cut (see document_parts): what encode reads of a text too large to read whole."""
+    for part in document_parts([(name, redact(name))], separators=separators, safe_cut=safe_cut):
+        yield _part_text(part, _part_bytes(part), errors)
+
+
 def read_text(name: str, errors: str = "strict", hint: str | None = None) -> str:
     """The text of a file or stdin; hint is what to suggest for invalid UTF-8 (ERRORS_HINT where
     the command has --errors)."""
