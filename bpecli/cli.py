@@ -357,7 +357,7 @@ def train(
 
     check_apart(out, inputs)
     check_writable(out, force=force)  # before the long count, not after it
-    with streams_spooled(inputs, separators=special) as pairs:
+    with streams_spooled(inputs, separators=special, errors=errors.value) as pairs:
         tokenizer = train_tokenizer(
             pairs,
             text_column=text_column,
@@ -536,7 +536,7 @@ def _encode_to_shards(tok, inputs, out, shard_tokens, workers, scheduler, eot, b
     from .shards import document_separators, resolve_eot, resolve_token, write_shards
 
     eot_id, bos_id = resolve_eot(tok, eot), resolve_token(tok, bos, "--bos")
-    with streams_spooled(inputs, separators=document_separators(tok)) as pairs:
+    with streams_spooled(inputs, separators=document_separators(tok), errors=errors.value) as pairs:
         run = write_shards(
             tok, pairs, out, shard_tokens=shard_tokens, workers=workers, scheduler=scheduler, eot=eot_id, text_column=text_column,
             dtype=dtype.value, errors=errors.value, force=force, shard_format=shard_format.value, bos=bos_id,

@@ -165,19 +165,19 @@ class _RemoteBytes:
         return -1
 
 
-def open_mmap(path: str | Path) -> mmap.mmap | bytes:
+def open_mmap(path: str | Path, label: str | None = None) -> mmap.mmap | bytes:
     """Map a file read-only; an empty file gives b"" (mmap refuses length 0), and a stream (see
     is_stream) is read whole, up to MAX_DOCUMENT_BYTES."""
     try:
         with open(path, "rb") as f:
             info = os.fstat(f.fileno())
             if not stat.S_ISREG(info.st_mode):
-                return _bounded(f.read(MAX_DOCUMENT_BYTES + 1), str(path))
+                return _bounded(f.read(MAX_DOCUMENT_BYTES + 1), label or str(path))
             if info.st_size == 0:
                 return b""
             return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as e:
-        raise _open_error(path, e) from None
+        raise _open_error(label or path, e) from None
 
 
 def read_range(path: str, label: str, start: int, end: int) -> bytes:
@@ -210,11 +210,12 @@ def _stdin_buffer():
     return sys.stdin.buffer
 
 
-def spool(name: str, directory: str | None = None, separators: Sequence[str] = ()) -> str:
+def spool(name: str, directory: str | None = None, separators: Sequence[str] = (), errors: str = "replace") -> str:
     """Copy a stream ("-" for stdin, a FIFO...) to a temporary file so it can be read in ranges
     like any other input; the copy is removed again if it cannot be made whole. Text or JSONL that
     runs MAX_DOCUMENT_BYTES without a newline or one of separators is an error here (/dev/zero
-    would fill the disk): no document of it could be read."""
+    would fill the disk): no document of it could be read; so is invalid UTF-8 with errors="strict"
+    (/dev/urandom would)."""
     import tempfile  # (here and hashlib below: imported when used, ~9 ms a one-line encode never needs)
 
     label = "<stdin>" if name == "-" else name
@@ -225,7 +226,7 @@ def spool(name: str, directory: str | None = None, separators: Sequence[str] = (
     fd, path = tempfile.mkstemp(prefix="bpecli-stdin-", suffix=suffix, dir=directory)
     try:
         with os.fdopen(fd, "wb") as out, (open(name, "rb") if name != "-" else nullcontext(_stdin_buffer())) as source:
-            _copy_checked(source, out, ends, label)
+            _copy_checked(source, out, ends, label, strict=errors == "strict")
     except OSError as e:
         os.unlink(path)
         if e.filename is None or e.filename == path:
@@ -238,12 +239,24 @@ def spool(name: str, directory: str | None = None, separators: Sequence[str] = (
     return path
 
 
-def _copy_checked(source, out, ends: list[bytes], label: str) -> None:
-    """Copy source to out a block at a time; with ends, stop once MAX_DOCUMENT_BYTES pass without one."""
+def _copy_checked(source, out, ends: list[bytes], label: str, strict: bool = False) -> None:
+    """Copy source to out a block at a time; with ends, stop once MAX_DOCUMENT_BYTES pass without
+    one, and if strict (and ends: text), at the first invalid UTF-8."""
+    import codecs
+
     keep = max(map(len, ends), default=1) - 1  # the bytes before a block that an end may start in
     copied, after_end, tail = 0, 0, b""  # after_end: where the bytes after the last end start
+    checker = codecs.getincrementaldecoder("utf-8")() if strict and ends else None
+    lines = 0  # the newlines copied, for where invalid UTF-8 is
     while block := source.read(1 << 20):
         out.write(block)
+        if checker is not None:
+            held = checker.getstate()[0]  # a character's first bytes, from the block before
+            try:
+                checker.decode(block)
+            except UnicodeDecodeError:  # said as reading it would say it (decode_utf8), where it is
+                decode_utf8(held + block, label, offset=copied - len(held), first_line=lines + 1, hint=ERRORS_HINT)
+            lines += block.count(b"\n")
         if ends:
             window = tail + block  # window starts at byte copied - len(tail)
             found = max((at + len(end) for end in ends if (at := window.rfind(end)) >= 0), default=0)
@@ -259,15 +272,16 @@ def _copy_checked(source, out, ends: list[bytes], label: str) -> None:
 
 
 @contextmanager
-def streams_spooled(names: list[str], separators: Sequence[str] = ()):
+def streams_spooled(names: list[str], separators: Sequence[str] = (), errors: str = "replace"):
     """(path, label) for each input name; stdin ("-") and other streams (FIFOs, `<(...)`) are
     copied to temporary files first and removed afterwards, so that every input can be read in
-    byte ranges like a file. separators end documents in them (see spool)."""
+    byte ranges like a file. separators end documents in them, errors says how invalid UTF-8 is
+    read (see spool)."""
     spooled: dict[str, str] = {}
     try:
         for name in names:
             if (name == "-" or is_stream(name)) and name not in spooled:
-                spooled[name] = spool(name, separators=separators)
+                spooled[name] = spool(name, separators=separators, errors=errors)
         yield input_pairs([(spooled.get(name, name), "<stdin>" if name == "-" else name) for name in names])
     finally:
         for path in spooled.values():
@@ -352,17 +366,31 @@ def decode_utf8(raw: bytes, name: str, *, errors: str = "strict", offset: int = 
         return raw.decode("utf-8", errors=errors)
     except UnicodeDecodeError as e:
         if offset == 0:
-            kind = next((kind for magic, kind in _MAGIC.items() if raw.startswith(magic)), None)
-            if kind is not None:
-                raise InputError(
-                    f"{name}: holds {kind} data, not text; bpecli reads .gz, .zst and .bz2 files (named so) "
-                    "and .parquet, or decompress it and pipe it in (-)"
-                ) from None
+            found = _binary_kind(raw, name)
+            if found is not None:
+                raise found from None
         where = offset + e.start
         line = raw[: e.start].count(b"\n") + (lines_before() + 1 if lines_before else first_line)
         raise InputError(
             f"{name}:{line}: invalid UTF-8 at byte {where} ({raw[e.start:e.start + 4]!r})" + (f"; {hint}" if hint else "")
         ) from None
+
+
+def _binary_kind(raw: bytes, name: str, wanted: str = "text") -> InputError | None:
+    """The error for data that starts like a compressed or Parquet file, saying how bpecli reads
+    such a file; None if it starts like neither."""
+    kind = next((kind for magic, kind in _MAGIC.items() if raw.startswith(magic)), None)
+    if kind is None:
+        return None
+    if kind == "Parquet":
+        how = "bpecli reads a Parquet file named .parquet"
+    elif kind in ("gzip", "zstd", "bzip2"):
+        how = "bpecli decompresses .gz, .zst and .bz2 files named so, or decompress it and pipe it in (-)"
+    else:
+        how = "decompress it and pipe it in (-)"
+    if wanted != "text":
+        how = f"decode reads {wanted}: whitespace-separated ids in text, or a shard (.npy, llm.c's .bin)"
+    return InputError(f"{name}: holds {kind} data, not {wanted}; {how}")
 
 
 def _lines_before(path: str, offset: int) -> int:
@@ -381,7 +409,7 @@ def read_bytes(name: str) -> bytes:
     if name == "-":
         return _bounded(_stdin_buffer().read(MAX_DOCUMENT_BYTES + 1), "<stdin>")
     label = redact(name)
-    compression = COMPRESSIONS.get(Path(_path_of(name)).suffix)
+    compression = input_kind(name)[1]
     if is_uri(name):
         import pyarrow as pa
 
@@ -402,7 +430,7 @@ def read_bytes(name: str) -> bytes:
             raise InputError(f"{label}: no such file") from None
         except (OSError, pa.ArrowException) as e:
             raise InputError(f"{label}: cannot read or decompress ({e})") from None
-    return bytes(_bounded(open_mmap(name), label))
+    return bytes(_bounded(open_mmap(name, label), label))
 
 
 def _bounded(data, label: str):
@@ -422,7 +450,7 @@ def reads_whole(name: str) -> bool:
     budget) and local uncompressed files of at most PART_BYTES; others it reads in parts."""
     if name == "-" or is_stream(name):
         return True
-    if is_uri(name) or COMPRESSIONS.get(Path(name).suffix):
+    if is_uri(name) or input_kind(name)[1]:
         return False
     try:
         return os.stat(name).st_size <= PART_BYTES
@@ -445,8 +473,12 @@ def read_text(name: str, errors: str = "strict", hint: str | None = None) -> str
 
 def read_ids(name: str) -> list[int]:
     """Whitespace-separated token ids in a file or stdin ("-")."""
-    text = read_text(name)
     label = "<stdin>" if name == "-" else redact(name)
+    raw = read_bytes(name)
+    found = _binary_kind(raw, label, "token ids")
+    if found is not None:
+        raise found
+    text = decode_utf8(raw, label)
     if _IDS.fullmatch(text):  # int() alone would take "²"'s neighbours "١" and "1_0"
         long = _LONG_ID.search(text)
         if long is None:
@@ -533,7 +565,7 @@ def input_kind(name: str) -> tuple[str, str | None]:
 
     Example: "docs.jsonl.gz" -> ("jsonl", "gzip"); "notes.txt" -> ("text", None)
     """
-    path = Path(_path_of(name))
+    path = Path(_path_of(name).lower())  # DOCS.JSONL is JSONL too
     compression = COMPRESSIONS.get(path.suffix)
     suffix = Path(path.stem).suffix if compression else path.suffix
     kind = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(suffix, "text")
@@ -566,7 +598,7 @@ def document_parts(
         if compression:
             yield from _stream_parts(path, label, kind, compression, cuts, part_bytes)
             continue
-        data = _RemoteBytes(path, label) if is_uri(path) else open_mmap(path)
+        data = _RemoteBytes(path, label) if is_uri(path) else open_mmap(path, label)
         n_parts = -(-len(data) // part_bytes)
         if cuts.safe is not None:
             bounds = cuts.boundaries(data, n_parts)
@@ -789,7 +821,7 @@ def read_records(name: str, *, text_column: str = "text", errors: str = "strict"
 
     Example: a.jsonl holding {"text": "hi"}, a blank line, {"text": ""} -> (1, "hi"), (3, "")
     """
-    with streams_spooled([name]) as pairs:
+    with streams_spooled([name], errors=errors) as pairs:
         before = 0  # the lines of the parts before this one (JSONL parts start where a line does)
         for part in document_parts(pairs, separators=[], text_column=text_column):
             if part.kind == "parquet":

@@ -2,6 +2,7 @@
 documents of any size, files that are not what their name says. One line, never a traceback."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -468,3 +469,53 @@ def test_a_long_record_is_written_a_block_at_a_time_with_the_ids_of_the_whole(gp
     lines = run("encode", "-t", gpt2_vocab, path, "-f", "json").output.splitlines()
     assert [json.loads(line)["ids"] for line in lines] == [gpt2.encode("short"), gpt2.encode(text)]
     assert json.loads(lines[1])["line"] == 2 and json.loads(lines[1])["count"] == len(gpt2.encode(text))
+
+
+# ---- found by the audit of every input through every command ----------------------------------
+
+def test_binary_data_is_named_with_how_bpecli_reads_such_a_file(gpt2_vocab, tmp_path):
+    import gzip
+
+    import pyarrow as pa
+    from pyarrow import parquet
+
+    parquet.write_table(pa.table({"text": ["a"]}), tmp_path / "d.parquet")
+    (tmp_path / "p.txt").write_bytes((tmp_path / "d.parquet").read_bytes())
+    (tmp_path / "g.txt").write_bytes(gzip.compress(b"31373 995"))
+    said = one_line_error(run("decode", "-t", gpt2_vocab, tmp_path / "d.parquet"))
+    assert "d.parquet: holds Parquet data, not token ids; decode reads token ids" in said and ".gz" not in said
+    assert "g.txt: holds gzip data, not token ids" in one_line_error(run("decode", "-t", gpt2_vocab, tmp_path / "g.txt"))
+    said = one_line_error(run("encode", "-t", gpt2_vocab, tmp_path / "p.txt"))
+    assert said.endswith("p.txt: holds Parquet data, not text; bpecli reads a Parquet file named .parquet")
+    said = one_line_error(run("encode", "-t", gpt2_vocab, tmp_path / "g.txt"))
+    assert "g.txt: holds gzip data, not text; bpecli decompresses .gz, .zst and .bz2 files named so" in said
+
+
+def test_an_upper_case_suffix_names_the_kind_too(gpt2_vocab, tmp_path):
+    import gzip
+
+    record = json.dumps({"text": "hello world"}) + "\n"
+    (tmp_path / "DOCS.JSONL").write_text(record)
+    (tmp_path / "DOCS.JSONL.GZ").write_bytes(gzip.compress(record.encode()))
+    for name in ("DOCS.JSONL", "DOCS.JSONL.GZ"):
+        assert run("encode", "-t", gpt2_vocab, tmp_path / name).output == "31373 995\n"
+
+
+def test_an_input_is_named_as_the_user_named_it(gpt2_vocab, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    for args in (["train", "missing.txt", "--vocab-size", 260, "--out", "t"], ["train", "adir", "--vocab-size", 260, "--out", "t"],
+                 ["encode", "-t", gpt2_vocab, "adir", "--out", "o"]):
+        said = one_line_error(run(*args))
+        assert said.startswith(f"bpecli: error: {args[1 if args[0] == 'train' else 3]}: ") and str(tmp_path) not in said
+
+
+@pytest.mark.system
+def test_an_endless_stream_of_random_bytes_stops_at_its_first_invalid_utf8(gpt2_vocab, tmp_path, roomy_tmpdir):
+    for command in ("train /dev/urandom --vocab-size 300 --out {out}", "encode -t {vocab} /dev/urandom --out {out}",
+                    "train - --vocab-size 300 --out {out} < /dev/urandom"):
+        done = shell("bpecli " + command.format(out=tmp_path / "out", vocab=gpt2_vocab), env={"TMPDIR": str(roomy_tmpdir),
+                                                                                            "PATH": "/usr/bin:/bin"})
+        said = one_line(done)
+        assert re.search(r"urandom|<stdin>", said) and re.search(r":[0-9]+: invalid UTF-8 at byte [0-9]+ ", said), said
+        assert list(roomy_tmpdir.iterdir()) == []  # never the disk filled with it
