@@ -20,6 +20,7 @@ import re
 import time
 from collections import deque
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from .corpus import (Part, check_apart, document_parts, input_bytes, input_pairs
                      read_document_bytes, read_documents, shown)
 from .errors import BpecliError, InputError, OutputError
 from .executor import map_in_order, progress_bar
-from .files import locked
+from .files import LOCK, locked
 from .pretokenize import special_byte_splitter, special_splitter
 from .tokenizer import Tokenizer
 
@@ -238,8 +239,7 @@ def write_shards(
     settings = _settings(tokenizer, pairs, shard_tokens, eot, text_column, resolve_dtype(tokenizer, dtype), shard_format)
     settings.update(bos=None if bos is None else {"id": bos, "token": tokenizer.special_ids.get(bos)},
                     val_fraction=val_fraction)
-    _make_folder(out)
-    with locked(out):
+    with _folder_for(out), locked(out):
         found = _prepare(out, settings, force)
         if isinstance(found, dict):
             return ShardRun(out, found, "complete")
@@ -266,6 +266,25 @@ def write_shards(
             finally:
                 writer.discard()
     return ShardRun(out, manifest, "resumed" if kept else "written", len(kept), time.perf_counter() - started, n_bytes)
+
+
+@contextmanager
+def _folder_for(out: Path):
+    """out, made if it is missing; if this run made it and stops on bad input, it goes again
+    unless something but the lock is in it: such a run leaves no empty folder behind."""
+    made = not os.path.lexists(out)
+    _make_folder(out)
+    try:
+        yield
+    except InputError:
+        if made:
+            try:
+                if set(os.listdir(out)) <= {LOCK}:
+                    (out / LOCK).unlink(missing_ok=True)
+                    out.rmdir()
+            except OSError:  # something came into it meanwhile: it stays
+                pass
+        raise
 
 
 def _make_folder(out: Path) -> None:

@@ -519,3 +519,13 @@ def test_an_endless_stream_of_random_bytes_stops_at_its_first_invalid_utf8(gpt2_
         said = one_line(done)
         assert re.search(r"urandom|<stdin>", said) and re.search(r":[0-9]+: invalid UTF-8 at byte [0-9]+ ", said), said
         assert list(roomy_tmpdir.iterdir()) == []  # never the disk filled with it
+
+
+def test_a_failed_encode_out_leaves_no_folder_it_made(gpt2_vocab, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"body": "x"}\n')
+    assert "no field 'text'" in one_line_error(run("encode", "-t", gpt2_vocab, bad, "--out", tmp_path / "new" / "out"))
+    assert not (tmp_path / "new" / "out").exists()
+    (tmp_path / "mine").mkdir()
+    assert "no field 'text'" in one_line_error(run("encode", "-t", gpt2_vocab, bad, "--out", tmp_path / "mine"))
+    assert (tmp_path / "mine").is_dir()  # a folder that was there stays
