@@ -230,7 +230,8 @@ def spool(name: str, directory: str | None = None, separators: Sequence[str] = (
     except OSError as e:
         os.unlink(path)
         if e.filename is None or e.filename == path:
-            raise InputError(f"cannot copy {'standard input' if name == '-' else label} to {os.path.dirname(path)} ({e.strerror or e}); "
+            what = "standard input" if name == "-" else label
+            raise InputError(f"cannot copy {what} to {os.path.dirname(path)} ({e.strerror or e}); "
                              "set TMPDIR to a folder with room") from None
         raise _open_error(label, e) from None
     except BaseException:
@@ -683,7 +684,7 @@ class _Cuts:
 
 def _check_lengths(data, a: int, b: int, cuts: _Cuts, label: str) -> None:
     """An error for the first document in data[a:b] longer than MAX_DOCUMENT_BYTES."""
-    start = a
+    start = a + 1 if cuts.after and bytes(data[a : a + 1]) == b"\n" else a  # (a JSONL file's part starts at a newline)
     while start < b:
         end = cuts.first(data, start, min(b, start + MAX_DOCUMENT_BYTES + cuts.margin + 1))
         if end < 0 or end - start > MAX_DOCUMENT_BYTES:

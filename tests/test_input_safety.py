@@ -387,6 +387,30 @@ def test_dev_zero_as_an_input_stops_at_the_budget(gpt2_vocab, tmp_path, roomy_tm
     assert list(roomy_tmpdir.iterdir()) == [] and not (tmp_path / "out" / "manifest.json").exists()
 
 
+@pytest.mark.parametrize("safe", [False, True])
+def test_a_document_past_the_budget_is_named_alike_in_a_file_and_in_a_stream(tmp_path, monkeypatch, safe):
+    """The same line (JSONL) or byte (text) whether the file is read mapped or as a gzip stream."""
+    import gzip
+
+    from bpecli import corpus
+    from bpecli.errors import InputError
+    from bpecli.pretokenize import SAFE_CUT
+
+    monkeypatch.setattr(corpus, "MAX_DOCUMENT_BYTES", 1000)
+    lines = [json.dumps({"text": "x" * 50})] * 30 + [json.dumps({"text": "y" * 2000}), json.dumps({"text": "z"})]
+    jsonl = ("\n".join(lines) + "\n").encode()
+    text = (("word " * 100).strip() + "\n") * 5 + "q" * 3000 + "<|endoftext|>tail"
+    expected = {"a.jsonl": r"a.jsonl(.gz)?:31: a line of over 0 MiB \(from byte 1,890",
+                "t.txt": "from byte 2,500" if safe else "the document at byte 0"}
+    for name, data in (("a.jsonl", jsonl), ("t.txt", text.encode())):
+        (tmp_path / name).write_bytes(data)
+        (tmp_path / f"{name}.gz").write_bytes(gzip.compress(data))
+        for path in (tmp_path / name, tmp_path / f"{name}.gz"):
+            with pytest.raises(InputError, match=expected[name]):
+                list(corpus.document_parts([(str(path), path.name)], separators=["<|endoftext|>"],
+                                           safe_cut=SAFE_CUT if safe else None, part_bytes=300))
+
+
 @pytest.fixture(scope="module")
 def long_line(tmp_path_factory, kernel_docs_sample):
     """One JSONL line of 20 MB of real text, and the text as a plain file."""
