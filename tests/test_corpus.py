@@ -75,7 +75,7 @@ def test_spooling_into_a_full_disk_leaves_no_temporary_file(tmp_path, monkeypatc
     source = tmp_path / "in.txt"
     source.write_text("x" * 1000)
 
-    def no_space(source_file, out, ends, label):
+    def no_space(source_file, out, ends, label, **options):
         out.write(b"partial")
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
