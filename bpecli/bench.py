@@ -9,7 +9,7 @@ import sys
 import time
 from itertools import chain
 
-from .corpus import read_text
+from .corpus import input_kind, read_records, read_text, redact
 from .errors import BpecliError, InputError
 from .executor import map_in_order
 from .bulk import join_encoded
@@ -59,11 +59,15 @@ def bench(
     """
     if repeat < 1:
         raise BpecliError("--repeat must be at least 1")
-    text = read_text(corpus)
-    documents = [d for d in _split(tok, text) if d]
+    if input_kind(corpus)[0] == "text":
+        text = read_text(corpus)
+        documents = [d for d in _split(tok, text) if d]
+        n_bytes = len(text.encode("utf-8"))
+    else:  # JSONL, Parquet: their records' text, as train and encode --out read them
+        documents = [d for _, d in read_records(corpus) if d]
+        n_bytes = sum(len(d.encode("utf-8")) for d in documents)
     if not documents:
-        raise InputError(f"{corpus}: holds no text to time (empty, or nothing but special tokens)")
-    n_bytes = len(text.encode("utf-8"))
+        raise InputError(f"{redact(corpus)}: holds no text to time (empty, or nothing but special tokens)")
     runners = {"bpecli": (lambda docs: _encode_ours(tok, docs, workers), tok.decode)}
     if against:
         runners[against] = peer_encoder(against, tok, workers)
@@ -84,7 +88,7 @@ def bench(
             timings[name]["decode"].append(time.perf_counter() - started)
             del flat
             results[name] = ids, ends
-    report: dict = {"corpus": corpus, "bytes": n_bytes, "documents": len(documents), "workers": workers, "repeat": repeat}
+    report: dict = {"corpus": redact(corpus), "bytes": n_bytes, "documents": len(documents), "workers": workers, "repeat": repeat}
     for name, times in timings.items():
         n_tokens = len(results[name][0])
         encode_s, decode_s = statistics.median(times["encode"]), statistics.median(times["decode"])

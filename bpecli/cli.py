@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from enum import Enum
 from pathlib import Path
@@ -82,7 +83,9 @@ def _watch_signals() -> None:
 
 
 def _fail(message: str, status: int):
-    _say(message)
+    from .corpus import redact
+
+    _say(redact(message))  # an input's credentials never reach a terminal or a log
     raise typer.Exit(status) from None
 
 
@@ -257,6 +260,49 @@ class _PlainProgress:
             pass
 
 
+def _whole(minimum: int):
+    """The parser of a whole-number option: ASCII digits only (int() takes "٣" as 3), and a number
+    too long to be a count is refused in one short line."""
+
+    def parse(value: str | int) -> int:
+        if isinstance(value, int):  # the default
+            return value
+        from .corpus import parse_id, shown
+
+        number = parse_id(value)
+        if number is None:
+            too_long = value.isascii() and value.isdigit()
+            raise typer.BadParameter(f"{shown(value)} is {'too large' if too_long else 'not a whole number of ASCII digits'}")
+        if number < minimum:
+            raise typer.BadParameter(f"{number} is below {minimum}")
+        return number
+
+    parse.__name__ = "int range"
+    return parse
+
+
+def _whole_option(minimum: int, **kwargs):
+    return typer.Option(parser=_whole(minimum), metavar=f"<int range> [x>={minimum}]", **kwargs)
+
+
+_FRACTION = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]{1,3})?", re.ASCII)
+
+
+def _fraction(value: str | float) -> float:
+    """The parser of a fraction: ASCII digits, a point and an exponent only (float() also takes
+    "٠.٥", "nan" and "1_0")."""
+    if isinstance(value, float):
+        return value
+    if not _FRACTION.fullmatch(value):
+        from .corpus import shown
+
+        raise typer.BadParameter(f"{shown(value)} is not a number such as 0.005")
+    return float(value)
+
+
+_fraction.__name__ = "float"
+
+
 TokenizerOption = Annotated[
     Path, typer.Option("--tokenizer", "-t", help="A bpecli folder, vocab.json, tokenizer.json or .tiktoken file.")
 ]
@@ -279,25 +325,29 @@ def _load_tokenizer(path: Path, pattern: str | None, special_ids: list[str] | No
     specials = None
     if special_ids:
         specials = {}
+        from .corpus import parse_id, shown
+
         for item in special_ids:
             token, _, number = item.rpartition("=")
-            if not token or not number.isdigit():
-                raise BpecliError(f"--special-ids {item!r}: expected TOKEN=ID, e.g. '<|endoftext|>=100257'")
-            specials[token] = int(number)
+            rank = parse_id(number)
+            if not token or rank is None:
+                raise BpecliError(f"--special-ids {shown(item, 60)}: expected TOKEN=ID with ID in ASCII digits, "
+                                  "e.g. '<|endoftext|>=100257'")
+            specials[token] = rank
     return load(path, pattern=pattern, special_tokens=specials)
 
 
 @command
 def train(
     inputs: Annotated[list[str], typer.Argument(help="Text (.txt), .jsonl, .parquet, .gz/.zst/.bz2 files; - reads stdin.", metavar="INPUT...")],
-    vocab_size: Annotated[int, typer.Option(min=256, help="Bytes + merges + special tokens.")],
+    vocab_size: Annotated[int, _whole_option(256, help="Bytes + merges + special tokens.")],
     out: Annotated[Path, typer.Option(help="Folder to write the tokenizer files into.")],
     special: Annotated[list[str], typer.Option(help="A special token, repeatable; it separates documents.")] = [],
     pattern: Annotated[str, typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex.")] = "gpt2",
-    workers: Annotated[int, typer.Option(min=1, help="Processes that count pre-tokens (at most the CPUs this process may use).")] = _cpus(),
+    workers: Annotated[int, _whole_option(1, help="Processes that count pre-tokens (at most the CPUs this process may use).")] = _cpus(),
     scheduler: SchedulerOption = None,
     normalize: Annotated[list[str], typer.Option(help="Normalize text first: nfc, nfd, nfkc, nfkd, lowercase (repeatable or comma-separated; in order). Encode applies it too.")] = [],
-    min_frequency: Annotated[int, typer.Option(min=0, help="Stop when the best pair is rarer than this.")] = 0,
+    min_frequency: Annotated[int, _whole_option(0, help="Stop when the best pair is rarer than this.")] = 0,
     text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
     errors: Annotated[Errors, typer.Option(help="Invalid UTF-8: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out folder.")] = False,
@@ -312,7 +362,7 @@ def train(
 
     check_apart(out, inputs)
     check_writable(out, force=force)  # before the long count, not after it
-    with streams_spooled(inputs) as pairs:
+    with streams_spooled(inputs, separators=special, errors=errors.value) as pairs:
         tokenizer = train_tokenizer(
             pairs,
             text_column=text_column,
@@ -361,20 +411,20 @@ class Dtype(str, Enum):
 @command
 def encode(
     tokenizer: TokenizerOption,
-    inputs: Annotated[Optional[list[str]], typer.Argument(help="Text files (.txt; with --out also .jsonl, .parquet, .gz/.zst/.bz2); - or nothing reads stdin.", metavar="[INPUT...]")] = None,
+    inputs: Annotated[Optional[list[str]], typer.Argument(help="Text (.txt), .jsonl, .parquet, .gz/.zst/.bz2 files; - or nothing reads stdin. Without --out: a line of ids per text file, or per JSONL line or Parquet row.", metavar="[INPUT...]")] = None,
     format: Annotated[Format, typer.Option("--format", "-f", help="ids, tokens, json or count.")] = Format.ids,
-    lines: Annotated[bool, typer.Option("--lines", help="Encode each line on its own, one output line each.")] = False,
+    lines: Annotated[bool, typer.Option("--lines", help="Encode each line of a text input on its own, one output line each (JSONL and Parquet give a line per record anyway).")] = False,
     special: Annotated[Special, typer.Option(help="all: special tokens in the text become their ids; none: plain text.")] = Special.all,
     out: Annotated[Optional[Path], typer.Option(help="Write token shards and manifest.json into this folder.")] = None,
-    shard_tokens: Annotated[int, typer.Option(min=1, help="Tokens per shard (the last one holds the rest).")] = 100_000_000,
-    workers: Annotated[int, typer.Option(min=1, help="Processes that encode, with --out (at most the CPUs this process may use).")] = _cpus(),
+    shard_tokens: Annotated[int, _whole_option(1, help="Tokens per shard (the last one holds the rest).")] = 100_000_000,
+    workers: Annotated[int, _whole_option(1, help="Processes that encode, with --out (at most the CPUs this process may use).")] = _cpus(),
     scheduler: SchedulerOption = None,
     eot: Annotated[Optional[str], typer.Option(help="Token written after every document: a special token, an id, or none. [default: <|endoftext|> if the tokenizer has it]")] = None,
     text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
     dtype: Annotated[Dtype, typer.Option(help="Shard dtype: auto is uint16 when every id fits, else uint32.")] = Dtype.auto,
     shard_format: Annotated[ShardFormat, typer.Option(help="npy: .npy files; llmc: llm.c's .bin (256 int32 header: magic, version, token count); nanogpt: one raw train.bin (and val.bin).")] = ShardFormat.npy,
     bos: Annotated[Optional[str], typer.Option(help="Token written before every document: a special token or an id. [default: none]")] = None,
-    val_fraction: Annotated[Optional[float], typer.Option(help="Put about this fraction of the documents (chosen by a hash of each one's text) into val_* shards, the rest into train_*.")] = None,
+    val_fraction: Annotated[Optional[float], typer.Option(parser=_fraction, help="Put about this fraction of the documents (chosen by a hash of each one's text) into val_* shards, the rest into train_*.")] = None,
     errors: Annotated[Errors, typer.Option(help="Invalid UTF-8 input: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
     force: Annotated[bool, typer.Option("--force", help="Rebuild --out even if it holds a finished or other run.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary.")] = False,
@@ -382,7 +432,8 @@ def encode(
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,
 ) -> None:
-    """Encode text to token ids, printed on one line per input (or per line with --lines);
+    """Encode text to token ids, printed on one line per text input (or per line with --lines) and
+    per JSONL line or Parquet row;
     with --out, encode a corpus into .npy shards (one document after another, each followed by --eot)."""
     from .executor import keep_freed_memory
 
@@ -391,28 +442,106 @@ def encode(
     if out is not None:
         return _encode_to_shards(tok, inputs or ["-"], out, shard_tokens, workers, scheduler, eot, bos, val_fraction,
                                  text_column, dtype, errors, force, quiet, as_json, shard_format)
-    from .corpus import ERRORS_HINT, read_text
+    from .corpus import ERRORS_HINT, input_kind, read_records, read_text, reads_whole
+    from .pretokenize import safe_blocks
 
     allow_special = special is Special.all
     stdout = _stdout()
     for name in inputs or ["-"]:
-        text = read_text(name, errors=errors.value, hint=ERRORS_HINT)
-        units = text.split("\n") if lines else [text]
-        if lines and text.endswith("\n"):
-            units.pop()
-        for number, unit in enumerate(units, 1):
+        key: str | None
+        if name != "-" and input_kind(name)[0] != "text":
+            # JSONL and Parquet: the documents train and encode --out read, one line of ids for each
+            # record (as tiktoken's encode_batch gives a list each), never the JSON syntax as text
+            numbered: Any = read_records(name, text_column=text_column, errors=errors.value)
+            key = "row" if input_kind(name)[0] == "parquet" else "line"
+        elif reads_whole(name):
+            text = read_text(name, errors=errors.value, hint=ERRORS_HINT)
+            units = text.split("\n") if lines else [text]
+            if lines and text.endswith("\n"):
+                units.pop()
+            numbered, key = enumerate(units, 1), "line" if lines else None
+        elif lines:  # a large file (or a compressed one, or a URI) a part at a time
+            numbered, key = enumerate(_lines_in_parts(name, errors.value), 1), "line"
+        else:
+            _encode_in_parts(tok, name, format, allow_special, errors.value, stdout)
+            continue
+        for number, unit in numbered:
+            if len(unit) > _LONG_UNIT and _cuts_safely(tok, allow_special):  # written a block at a time
+                where = {key: number} if key else {}
+                _write_ids_line(tok, safe_blocks(unit, _LONG_UNIT), format, allow_special, name, where, stdout)
+                continue
             ids = tok.encode(unit, allowed_special="all") if allow_special else tok.encode_ordinary(unit)
-            stdout.write((_render_ids(tok, ids, format, name, number if lines else None) + "\n").encode())
+            stdout.write((_render_ids(tok, ids, format, name, number if key else None, key or "line") + "\n").encode())
     stdout.flush()
+
+
+# A text or record longer than this is encoded and written a block at a time (a list of Python
+# ints takes 36 bytes an id: a 20 MB record held 660 MB).
+_LONG_UNIT = 1 << 22
+
+
+def _cuts_safely(tok, allow_special: bool) -> bool:
+    """Whether text cut at safe cuts encodes as the whole: a preset pattern, and no special token
+    that a safe cut could fall inside (one holding a newline)."""
+    from .pretokenize import is_preset
+
+    return is_preset(tok.pattern) and not (allow_special and any("\n" in t for t in tok.special_tokens))
+
+
+def _lines_in_parts(name: str, errors: str):
+    """The lines of a text input read a part at a time (parts cut before a newline)."""
+    from .corpus import text_parts
+
+    last = None  # a part's last line, complete only once the next part (or the end) comes
+    for index, text in enumerate(text_parts(name, separators=["\n"], errors=errors)):
+        found = text.split("\n")
+        if index:  # a part after the first starts with the newline that ended the last line
+            yield last
+            found = found[1:]
+        yield from found[:-1]
+        last = found[-1] if found else ""
+    if last:  # (a text that ends in a newline ends in no line)
+        yield last
+
+
+def _encode_in_parts(tok, name: str, format: Format, allow_special: bool, errors: str, stdout) -> None:
+    """The one line of ids of a text input too large to read whole, written a part at a time: parts
+    are cut before a special token, or where a piece surely starts, so they encode as the whole."""
+    from .corpus import text_parts
+    from .pretokenize import SAFE_CUT
+
+    separators = list(tok.special_tokens) if allow_special else []
+    safe_cut = SAFE_CUT if _cuts_safely(tok, allow_special) else None
+    texts = text_parts(name, separators=separators, safe_cut=safe_cut, errors=errors)
+    _write_ids_line(tok, texts, format, allow_special, name, {}, stdout)
+
+
+def _write_ids_line(tok, texts, format: Format, allow_special: bool, name: str, where: dict, stdout) -> None:
+    """The line _render_ids makes of the ids of "".join(texts), written a text at a time (texts
+    cut where they encode as the whole)."""
+    from .corpus import redact
+
+    count, gap = 0, ""
+    if format is Format.json:
+        stdout.write((json.dumps({"input": redact(name), **where})[:-1] + ', "ids": [').encode())
+    for text in texts:
+        ids = tok.encode(text, allowed_special="all") if allow_special else tok.encode_ordinary(text)
+        if ids and format is not Format.count:
+            rendered = _render_ids(tok, ids, Format.tokens if format is Format.tokens else Format.ids, name, None)
+            stdout.write((gap + (rendered.replace(" ", ", ") if format is Format.json else rendered)).encode())
+            gap = ", " if format is Format.json else " "
+        count += len(ids)
+    ending = {Format.count: str(count), Format.json: f"], \"count\": {count}}}"}.get(format, "")
+    stdout.write((ending + "\n").encode())
 
 
 def _encode_to_shards(tok, inputs, out, shard_tokens, workers, scheduler, eot, bos, val_fraction, text_column, dtype,
                       errors, force, quiet, as_json, shard_format) -> None:
     from .corpus import streams_spooled
-    from .shards import resolve_eot, resolve_token, write_shards
+    from .shards import document_separators, resolve_eot, resolve_token, write_shards
 
     eot_id, bos_id = resolve_eot(tok, eot), resolve_token(tok, bos, "--bos")
-    with streams_spooled(inputs) as pairs:
+    with streams_spooled(inputs, separators=document_separators(tok), errors=errors.value) as pairs:
         run = write_shards(
             tok, pairs, out, shard_tokens=shard_tokens, workers=workers, scheduler=scheduler, eot=eot_id, text_column=text_column,
             dtype=dtype.value, errors=errors.value, force=force, shard_format=shard_format.value, bos=bos_id,
@@ -442,7 +571,7 @@ def _encode_to_shards(tok, inputs, out, shard_tokens, workers, scheduler, eot, b
     )
 
 
-def _render_ids(tok, ids: list[int], format: Format, name: str, line: int | None) -> str:
+def _render_ids(tok, ids: list[int], format: Format, name: str, line: int | None, key: str = "line") -> str:
     if format is Format.count:
         return str(len(ids))
     if format is Format.tokens:
@@ -450,7 +579,9 @@ def _render_ids(tok, ids: list[int], format: Format, name: str, line: int | None
 
         return " ".join(token_to_str(tok.decoder[i]) if i not in tok.special_ids else tok.special_ids[i] for i in ids)
     if format is Format.json:
-        where = {"input": name} if line is None else {"input": name, "line": line}
+        from .corpus import redact
+
+        where = {"input": redact(name)} if line is None else {"input": redact(name), key: line}
         return json.dumps({**where, "ids": ids, "count": len(ids)})
     return " ".join(map(str, ids))
 
@@ -811,10 +942,10 @@ def _bucket(bucket: dict) -> str:
 @command
 def bench(
     tokenizer: TokenizerOption,
-    corpus: Annotated[str, typer.Argument(help="A UTF-8 text file; documents split at special tokens.")],
+    corpus: Annotated[str, typer.Argument(help="A UTF-8 text file (documents split at special tokens), or .jsonl / .parquet (a document per record).")],
     against: Annotated[Optional[Peer], typer.Option(help="A peer built from the same ranks, timed in the same run.")] = None,
-    workers: Annotated[int, typer.Option(min=1, help="Processes for bpecli, threads for the peer.")] = 1,
-    repeat: Annotated[int, typer.Option(min=1, help="Runs of each; the median counts.")] = 3,
+    workers: Annotated[int, _whole_option(1, help="Processes for bpecli, threads for the peer.")] = 1,
+    repeat: Annotated[int, _whole_option(1, help="Runs of each; the median counts.")] = 3,
     as_json: JsonOption = False,
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,

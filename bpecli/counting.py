@@ -20,7 +20,11 @@ from .normalize import normalizer
 from .bulk.packing import LENGTH_SHIFT, PACKED_ROW_BYTES, distinct_packed, document_batches, pack_pieces, piece_hash
 from .arrays import with_room
 from .bulk.tables import PieceTable
-from .pretokenize import compiled, special_byte_splitter, special_splitter, uncovered_error, vectorised_splitter
+from .pretokenize import compiled, safe_blocks, special_byte_splitter, special_splitter, uncovered_error, vectorised_splitter
+
+# Documents are counted in batches of about this many bytes (small arrays, small worker peaks);
+# a longer document is cut at safe cuts first.
+COUNT_BATCH = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -203,9 +207,11 @@ def count_pieces(documents: list[bytes], split, numbered: Numbered | None = None
     numbered: the pieces counted before, if kept (a fresh Numbered if not)."""
     if numbered is None:
         numbered = Numbered()
+    if any(len(d) > COUNT_BATCH for d in documents):  # a batch is never smaller than its longest document
+        documents = [block for d in documents for block in (safe_blocks(d, COUNT_BATCH) if len(d) > COUNT_BATCH else [d])]
     numbers = []  # of every packed piece
     long_counts: dict[bytes, int] = {}  # long pieces are few: a dict adds them
-    for batch in document_batches(documents, 1 << 20):  # 1 MB: small arrays, small worker peaks
+    for batch in document_batches(documents, COUNT_BATCH):
         data = b"".join(batch)
         sizes = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
         _, low, high, mixed, _, long_codes, long_pieces = pack_pieces(data, split(data, np.cumsum(sizes) - sizes))

@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from .corpus import Part, check_apart, document_parts, input_bytes, input_stat, is_uri, read_document_bytes, read_documents
+from .corpus import (Part, check_apart, document_parts, input_bytes, input_pairs, input_stat, is_uri, parse_id,
+                     read_document_bytes, read_documents, shown)
 from .errors import BpecliError, InputError, OutputError
 from .executor import map_in_order, progress_bar
 from .files import LOCK, locked
@@ -185,10 +186,11 @@ def resolve_token(tokenizer: Tokenizer, token: str | None, option: str = "--bos"
         return None
     if token in tokenizer.special_tokens:
         return tokenizer.special_tokens[token]
-    if token.isdigit() and int(token) in tokenizer.decoder:
-        return int(token)
+    number = parse_id(token)  # ASCII digits only: "٣" is no id
+    if number is not None and number in tokenizer.decoder:
+        return number
     known = ", ".join(tokenizer.special_tokens) or "none"
-    raise BpecliError(f"{option} {token!r} is neither a special token of this tokenizer ({known}) nor an id in it")
+    raise BpecliError(f"{option} {shown(token)} is neither a special token of this tokenizer ({known}) nor an id in it")
 
 
 def document_separators(tokenizer: Tokenizer) -> list[str]:
@@ -214,7 +216,7 @@ def resolve_dtype(tokenizer: Tokenizer, dtype: str = "auto") -> str:
 
 def write_shards(
     tokenizer: Tokenizer,
-    inputs: list[str | tuple[str, str]],
+    inputs: list[str | Path | tuple[str, str]],
     out_dir: str | Path,
     *,
     shard_tokens: int = 100_000_000,
@@ -251,7 +253,7 @@ def write_shards(
         raise BpecliError("--shard-tokens: llm.c's header counts tokens in an int32, so at most 2,147,483,647")
     started = time.perf_counter()
     out = Path(out_dir)
-    pairs = [(item, item) if isinstance(item, str) else item for item in inputs]
+    pairs = input_pairs(inputs)
     check_apart(out, [label for _, label in pairs])
     settings = _settings(tokenizer, pairs, shard_tokens, eot, text_column, resolve_dtype(tokenizer, dtype), shard_format)
     settings.update(bos=None if bos is None else {"id": bos, "token": tokenizer.special_ids.get(bos)},

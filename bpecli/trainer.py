@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .arrays import with_room, without_overlaps
-from .corpus import PART_BYTES, document_parts, input_bytes
+from .corpus import PART_BYTES, document_parts, input_bytes, input_pairs
 from .errors import BpecliError, InputError
 from .counting import PieceCounts, count_pretokens
 from .executor import parallelism, progress_bar
@@ -641,7 +641,7 @@ def train(
     n_merges = merges_wanted(vocab_size, special_tokens)
     pattern = resolve_pattern(pattern)
     normalize = check_normalize(normalize)
-    pairs = [(str(item), str(item)) if isinstance(item, (str, Path)) else item for item in inputs]
+    pairs = input_pairs(inputs)
     # text without special tokens is cut where the preset patterns surely start a piece
     safe_cut = SAFE_CUT if is_preset(pattern) else None
     total_bytes = input_bytes(pairs)

@@ -75,11 +75,11 @@ def test_spooling_into_a_full_disk_leaves_no_temporary_file(tmp_path, monkeypatc
     source = tmp_path / "in.txt"
     source.write_text("x" * 1000)
 
-    def no_space(source_file, out, length=0):
+    def no_space(source_file, out, ends, label, **options):
         out.write(b"partial")
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(corpus.shutil, "copyfileobj", no_space)
+    monkeypatch.setattr(corpus, "_copy_checked", no_space)
     monkeypatch.setattr(corpus, "is_stream", lambda name: True)
     spool_dir = tmp_path / "spool"
     spool_dir.mkdir()

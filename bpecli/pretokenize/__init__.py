@@ -7,6 +7,7 @@ from .patterns import SAFE_CUT as SAFE_CUT
 from .patterns import compiled as compiled
 from .patterns import is_preset as is_preset
 from .patterns import resolve_pattern as resolve_pattern
+from .patterns import safe_blocks as safe_blocks
 from .patterns import special_byte_splitter as special_byte_splitter
 from .patterns import special_splitter as special_splitter
 from .patterns import split_documents as split_documents

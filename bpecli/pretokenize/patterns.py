@@ -35,6 +35,28 @@ PATTERNS = {
 # take newlines and "/" after them, so ".\n/" is one piece.) Text cut there splits into the same
 # pieces as it does whole, so it can be counted or encoded in parts.
 SAFE_CUT = r"(?<=[^\s]\n)(?=[A-Za-z0-9])"
+_SAFE_CUT_BYTES, _SAFE_CUT_STR = re.compile(SAFE_CUT.encode()), re.compile(SAFE_CUT)
+
+
+def safe_blocks(document, size: int) -> list:
+    """document (bytes or str) cut at safe cuts into blocks of about `size` bytes (characters) or
+    more: a block runs on to the next safe cut. Each block pre-tokenizes, counts and encodes as it
+    does in the whole.
+
+    Example: b"one\ntwo\nthree" with size 2 -> [b"one\n", b"two\n", b"three"]
+    """
+    blocks, start = [], 0
+    newline, safe = ("\n", _SAFE_CUT_STR) if isinstance(document, str) else (b"\n", _SAFE_CUT_BYTES)
+    while len(document) - start > size:
+        at = start + size - 1  # a safe cut is just after a newline: found by a newline's search
+        while (at := document.find(newline, at)) >= 0 and not safe.match(document, at + 1):
+            at += 1
+        if at < 0:
+            break
+        blocks.append(document[start : at + 1])
+        start = at + 1
+    blocks.append(document[start:] if start else document)
+    return blocks
 
 
 def is_preset(pattern: str) -> bool:
