@@ -98,7 +98,10 @@ class _Workers:
         self.processes, self.pipes = [], []
         for _ in range(count):
             parent_end, child_end = context.Pipe()
-            process = context.Process(target=_serve, args=(child_end, setup, args), daemon=True)
+            # a forked worker closes its copies of the parent's ends: its own, and those of the
+            # workers started before it, or none would see end-of-file when the parent is gone
+            inherited = [*self.pipes, parent_end] if method == "fork" else []
+            process = context.Process(target=_serve, args=(child_end, setup, args, os.getpid(), inherited), daemon=True)
             process.start()
             child_end.close()
             self.processes.append(process)
@@ -172,8 +175,11 @@ class _Workers:
             pipe.close()
 
 
-def _serve(pipe, setup: Callable, args: tuple) -> None:
+def _serve(pipe, setup: Callable, args: tuple, parent: int, inherited: list) -> None:
     """A worker's life: set up once, then answer each (function, item) with (ok, result)."""
+    _die_with(parent)
+    for connection in inherited:
+        connection.close()
     # Ctrl-C and SIGTERM are the parent's to handle: it ends the workers, which go quietly
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -196,6 +202,26 @@ def _serve(pipe, setup: Callable, args: tuple) -> None:
             pipe.send(answer)
         except (EOFError, OSError):
             return
+
+
+# prctl's option that has the kernel send a signal to a process when its parent dies (Linux)
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this worker the moment its parent dies, even a `kill -9` of it (on
+    Linux; elsewhere the worker leaves when its pipe reaches end-of-file). A worker busy in numpy
+    reads no pipe, and one left alive would keep the output folder's lock and its memory.
+
+    The signal comes when the parent's thread that started the worker ends, so workers are
+    started and used by one thread (executor.map_in_order runs in its caller's thread)."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux
+        return
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died between fork and prctl: no signal will come
+        os._exit(0)
 
 
 def _picklable(error: BaseException) -> bool:
