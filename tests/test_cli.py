@@ -645,3 +645,40 @@ def test_the_command_line_loads_numpy_only_when_it_needs_it():
 
     code = "import sys, bpecli, bpecli.cli, bpecli.files, bpecli.tokenizer; print('numpy' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+def _bpecli_process(*args, timeout=120, **kwargs):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "bpecli", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, **kwargs)
+
+
+@pytest.mark.system
+def test_a_pattern_that_backtracks_catastrophically_is_one_line_wherever_it_runs(tmp_path):
+    """(?:a|aa)+$|[\\s\\S] runs for minutes on 41 characters: as --pattern for train, as
+    --pattern for encode (the regex path, and --out's workers), and from bpecli.json."""
+    pattern = r"(?:a|aa)+$|[\s\S]"
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("hello world\n" * 20 + "a" * 40 + "b\n", encoding="utf-8")
+    tok = tmp_path / "tok"
+    assert run("train", corpus, "--vocab-size", 260, "--out", tok, "-q").exit_code == 0
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for name in ("bpecli.json", "tokenizer.tiktoken"):
+        (bad / name).write_bytes((tok / name).read_bytes())
+    meta = json.loads((bad / "bpecli.json").read_text())
+    (bad / "bpecli.json").write_text(json.dumps({**meta, "pattern": pattern}))
+    runs = {
+        "train": ["train", corpus, "--vocab-size", 260, "--out", tmp_path / "t2", "--pattern", pattern, "--workers", 2],
+        "encode": ["encode", "-t", tok / "tokenizer.tiktoken", "--pattern", pattern, corpus],
+        "encode --out": ["encode", "-t", tok / "tokenizer.tiktoken", "--pattern", pattern, corpus, "--out", tmp_path / "s",
+                         "--workers", 2],
+        "bpecli.json": ["encode", "-t", bad, corpus],
+    }
+    for name, args in runs.items():
+        done = _bpecli_process(*args, "-q")
+        assert done.returncode == 1, (name, done.stderr)
+        assert done.stderr.startswith("bpecli: error: the pattern '(?:a|aa)+$|[\\\\s\\\\S]'"), (name, done.stderr)
+        assert "backtracks catastrophically" in done.stderr and done.stderr.count("\n") == 1, (name, done.stderr)

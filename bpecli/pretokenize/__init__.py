@@ -10,6 +10,7 @@ from .patterns import resolve_pattern as resolve_pattern
 from .patterns import special_byte_splitter as special_byte_splitter
 from .patterns import special_splitter as special_splitter
 from .patterns import split_documents as split_documents
+from .patterns import splitter as splitter
 from .patterns import uncovered_error as uncovered_error
 
 
