@@ -282,3 +282,25 @@ def _folder(path: Path) -> dict[str, bytes]:
     """Every file of a folder, bpecli's lock aside (its presence is not output)."""
     return {p.name: p.read_bytes() for p in sorted(path.iterdir()) if p.name != ".bpecli-lock"}
 
+
+
+def _dies(_, item):
+    os._exit(1)
+
+
+@pytest.mark.system
+def test_workers_dying_on_one_part_again_and_again_is_one_error():
+    """Dask gives up on a task that killed its workers (KilledWorker): one error, not its traceback."""
+    from bpecli.errors import BpecliError
+    from bpecli.executor import map_in_order
+
+    import dask
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
+                                      processes=True) as started:
+            try:
+                with pytest.raises(BpecliError, match="Dask workers of .* died, again and again, running the same part"):
+                    list(map_in_order(_dies, [1], workers=1, setup=int, args=(), scheduler=started.scheduler_address))
+            finally:
+                cluster.disconnect()
