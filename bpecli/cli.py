@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import sys
 from enum import Enum
 from pathlib import Path
@@ -22,6 +24,7 @@ class _Command(TyperCommand):
 
     def invoke(self, ctx):
         try:
+            _load_numpy_within_limit()
             return super().invoke(ctx)
         except BpecliError as e:
             _fail(f"bpecli: error: {e}", 1)
@@ -34,10 +37,75 @@ class _Command(TyperCommand):
             raise typer.Exit(0) from None
         except OSError as e:  # a full stdout (>/dev/full), a file that vanished: say which
             _silence_stdout()
+            if e.errno == errno.ENOMEM:  # an mmap, a fork
+                _fail(_out_of_memory(ctx), 1)
             where = f" ({e.filename})" if e.filename else ""
             _fail(f"bpecli: error: {e.strerror or e}{where}", 1)
         except MemoryError:
-            _fail("bpecli: error: out of memory; use fewer --workers or smaller inputs", 1)
+            _fail(_out_of_memory(ctx), 1)
+        except ImportError as e:  # a library that no longer fits in memory, or a broken install
+            if _MAPPING_FAILED.search(str(e)):
+                _fail(_out_of_memory(ctx), 1)
+            _fail(f"bpecli: error: cannot load {e.name or 'a module'} ({e}); reinstall bpecli and its dependencies", 1)
+        except RuntimeError as e:
+            if "can't start new thread" not in str(e):
+                raise
+            _fail(_out_of_memory(ctx), 1)
+
+
+# What the dynamic loader says when a library finds no memory to be mapped into
+_MAPPING_FAILED = re.compile(r"failed to map segment|cannot allocate memory|cannot map zero-fill pages", re.IGNORECASE)
+
+
+def _memory_limit() -> tuple[int, str] | None:
+    """(the bytes of memory a process may map, the ulimit option that sets them), if limited."""
+    import resource
+
+    limits = [(resource.getrlimit(kind)[0], option) for kind, option in ((resource.RLIMIT_AS, "-v"), (resource.RLIMIT_DATA, "-d"))]
+    finite = [limit for limit in limits if limit[0] != resource.RLIM_INFINITY]
+    return min(finite) if finite else None
+
+
+def _out_of_memory(ctx) -> str:
+    """The line for a run that found no memory: the limit when one is set (fewer workers would not
+    help: each process has the limit to itself), else what takes less."""
+    limited = _memory_limit()
+    if limited is not None:
+        limit, option = limited
+        return (f"bpecli: error: out of memory within the limit of {limit >> 20:,} MB a process (ulimit {option} {limit >> 10}); "
+                f"raise it: bpecli takes about {NEEDS_MB} MB a process, and more for long documents")
+    workers = ctx.params.get("workers", 1) > 1 and (ctx.info_name != "encode" or ctx.params.get("out") is not None)
+    return "bpecli: error: out of memory; use " + ("fewer --workers or " if workers else "") + "smaller inputs"
+
+
+# The address space a bpecli process takes with numpy and pyarrow loaded, before its data:
+# `encode --out` and `train` of 3 MB of .txt, .gz, .jsonl or .parquet run in ulimit -v 400000.
+NEEDS_MB = 400
+
+
+def _load_numpy_within_limit() -> None:
+    """Under a memory limit, load numpy now, while the command has taken no memory yet, and first
+    in a forked child to see that it loads: OpenBLAS, which numpy loads, ends a process it cannot
+    allocate for with exit(1) and a line of its own, before Python can say a word. (Without a
+    limit nothing happens here: numpy is loaded where it is needed, if it is.)"""
+    if "numpy" in sys.modules or _memory_limit() is None or not hasattr(os, "fork"):
+        return
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            quiet = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
+            import numpy  # noqa: F401
+
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise MemoryError
+    import numpy  # noqa: F401
 
 
 class Terminated(KeyboardInterrupt):
@@ -73,7 +141,10 @@ def _watch_signals() -> None:
         _say("bpecli: terminated" if received == signal.SIGTERM else "bpecli: interrupted")
         os._exit(143 if received == signal.SIGTERM else 130)
 
-    threading.Thread(target=watch, name="bpecli-signals", daemon=True).start()
+    try:
+        threading.Thread(target=watch, name="bpecli-signals", daemon=True).start()
+    except RuntimeError:  # no memory for a thread: the main thread takes the signals itself
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, wanted)
 
 
 def _fail(message: str, status: int):
@@ -660,6 +731,9 @@ def main() -> None:
         sys.stdout = open(os.devnull, "w")
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")
+    # numpy's OpenBLAS starts a thread per CPU at import, and reserves memory for each, which
+    # bpecli (no linear algebra) never uses: under a memory limit their start fails, out loud
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     signal.signal(signal.SIGTERM, _on_sigterm)
     _watch_signals()
     try:

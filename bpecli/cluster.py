@@ -25,7 +25,8 @@ from .executor import keep_freed_memory
 
 try:
     from distributed import Client, WorkerPlugin, get_worker
-except ImportError:  # the extra is not installed: said when a scheduler is asked for
+except ModuleNotFoundError:  # the extra is not installed: said when a scheduler is asked for (an
+    # ImportError of another kind, a library that cannot load, is raised as it is)
     Client = None  # type: ignore[misc,assignment]
     WorkerPlugin = object  # type: ignore[misc,assignment]
 

@@ -95,7 +95,8 @@ class _Workers:
         # fork shares the parent's modules and tables (a prepared Tokenizer) for free
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context: Any = multiprocessing.get_context(method)
-        self.processes, self.pipes = [], []
+        self.processes: list[Any] = []
+        self.pipes: list[Any] = []
         for _ in range(count):
             parent_end, child_end = context.Pipe()
             # a forked worker closes its copies of the parent's ends: its own, and those of the
@@ -184,24 +185,52 @@ def _serve(pipe, setup: Callable, args: tuple, parent: int, inherited: list) -> 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})  # the CLI blocks them in its threads
-    keep_freed_memory()
-    state = setup(*args)
+    # Whatever fails here is answered, never left to multiprocessing, which would print a traceback
+    # and leave the parent to say only that a worker died.
+    try:
+        keep_freed_memory()
+        state, failed = setup(*args), None
+    except BaseException as error:  # raised in the parent, at the first item's turn
+        state, failed = None, error
     while True:
         try:
             task = pipe.recv()
         except (EOFError, OSError):  # the parent is gone
             return
+        except BaseException as error:  # no memory to unpickle the item: its answer says so
+            task = error
         if task is None:
             return
-        function, item = task
         try:
+            if failed is not None:
+                raise failed
+            if isinstance(task, BaseException):
+                raise task
+            function, item = task
             answer = (True, function(state, item))
         except BaseException as error:  # raised in the parent, at this item's turn
-            answer = (False, error if _picklable(error) else BpecliError(f"{type(error).__name__}: {error}"))
-        try:
-            pipe.send(answer)
-        except (EOFError, OSError):
+            answer = (False, error)
+        if not _send(pipe, answer):
             return
+
+
+def _send(pipe, answer: tuple) -> bool:
+    """Send an answer to the parent; an error it could not unpickle, or a result there is no memory
+    to pickle, goes as an error that says what it was. False once the parent is gone."""
+    ok, value = answer
+    try:
+        if not ok and not _picklable(value):
+            answer = (False, BpecliError(f"{type(value).__name__}: {value}"))
+        pipe.send(answer)
+        return True
+    except (EOFError, OSError):
+        return False
+    except BaseException as error:  # pickling found no memory
+        try:
+            pipe.send((False, error if isinstance(error, MemoryError) else BpecliError(f"{type(error).__name__}: {error}")))
+            return True
+        except BaseException:
+            return False
 
 
 # prctl's option that has the kernel send a signal to a process when its parent dies (Linux)

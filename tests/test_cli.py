@@ -682,3 +682,71 @@ def test_a_pattern_that_backtracks_catastrophically_is_one_line_wherever_it_runs
         assert done.returncode == 1, (name, done.stderr)
         assert done.stderr.startswith("bpecli: error: the pattern '(?:a|aa)+$|[\\\\s\\\\S]'"), (name, done.stderr)
         assert "backtracks catastrophically" in done.stderr and done.stderr.count("\n") == 1, (name, done.stderr)
+
+
+@pytest.fixture(scope="module")
+def small_corpora(tmp_path_factory, kernel_docs_sample):
+    """1 MB of real text as .txt, .txt.gz and .parquet."""
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path_factory.mktemp("corpora")
+    text = kernel_docs_sample[:1_000_000]
+    (folder / "docs.txt").write_text(text, encoding="utf-8")
+    with gzip.open(folder / "docs.txt.gz", "wt", encoding="utf-8") as f:
+        f.write(text)
+    pq.write_table(pa.table({"text": text.split("<|endoftext|>")}), folder / "docs.parquet")
+    return folder
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("limit_kb", [60_000, 100_000, 150_000, 200_000, 300_000])
+def test_a_tight_memory_limit_is_one_line_never_a_traceback(small_corpora, gpt2_vocab, tmp_path, limit_kb):
+    """Under `ulimit -v`: numpy's OpenBLAS ended the process with lines of its own, a library that
+    could not be mapped raised ImportError, the signal thread could not start; each command either
+    runs or says it ran out of memory within the limit, in one line."""
+    import resource
+    import subprocess
+    import sys
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (limit_kb << 10, limit_kb << 10))
+
+    runs = [["encode", "-t", gpt2_vocab, small_corpora / "docs.txt"],
+            ["encode", "-t", gpt2_vocab, "-"],
+            ["train", small_corpora / "docs.txt", "--vocab-size", 300, "--out", tmp_path / "tok", "--workers", 2, "-q"],
+            ["train", small_corpora / "docs.parquet", "--vocab-size", 300, "--out", tmp_path / "tok2", "-q"]]
+    runs += [["encode", "-t", gpt2_vocab, small_corpora / name, "--out", tmp_path / name, "--workers", 2, "-q"]
+             for name in ("docs.txt", "docs.txt.gz", "docs.parquet")]
+    failed = []
+    for args in runs:
+        done = subprocess.run([sys.executable, "-m", "bpecli", *map(str, args)], input="hello world", capture_output=True,
+                              text=True, timeout=120, preexec_fn=limited)
+        if done.returncode:
+            assert done.returncode == 1 and done.stderr.startswith("bpecli: error: "), (args, done.stderr[-2000:])
+            assert done.stderr.count("\n") == 1, (args, done.stderr[-2000:])
+            failed.append(done.stderr)
+    if limit_kb <= 100_000:
+        assert failed and all(f"out of memory within the limit of {limit_kb >> 10} MB a process (ulimit -v {limit_kb})"
+                                  in line for line in failed), failed
+
+
+def test_out_of_memory_without_a_limit_names_workers_only_where_they_run(gpt2_vocab, tmp_path, monkeypatch):
+    from bpecli import cli, trainer
+    from bpecli.tokenizer import Tokenizer
+
+    if cli._memory_limit() is not None:
+        pytest.skip("this process runs under a memory limit")
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(Tokenizer, "encode", no_memory)
+    assert one_line_error(run("encode", "-t", gpt2_vocab, input="hello")) == "bpecli: error: out of memory; use smaller inputs"
+    monkeypatch.setattr(trainer, "count_pretokens", no_memory)
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("hello world")
+    assert one_line_error(run("train", corpus, "--vocab-size", 300, "--out", tmp_path / "tok", "--workers", 2)) == \
+        "bpecli: error: out of memory; use fewer --workers or smaller inputs"

@@ -80,6 +80,36 @@ def _is_our_zombie(pid: int) -> bool:
     return fields[0] == "Z" and int(fields[1]) == os.getpid()
 
 
+def _setup_fails(offset):
+    raise InputError("the tokenizer cannot be set up")
+
+
+class _NoMemoryToPickle:
+    def __reduce__(self):
+        raise MemoryError
+
+
+def _unpicklable_at_three(_, item):
+    return _NoMemoryToPickle() if item == 3 else item
+
+
+@pytest.mark.parametrize("function, setup, raised, seen", [
+    (_add, _setup_fails, InputError, []),
+    (_unpicklable_at_three, _setup, MemoryError, [0, 1, 2]),
+])
+def test_a_worker_answers_every_failure_and_prints_no_traceback(capfd, function, setup, raised, seen):
+    """A setup that fails, a result there is no memory to pickle: each was a traceback on stderr
+    from multiprocessing, and a worker that died."""
+    if available_cpus() < 2:
+        pytest.skip("one CPU: the work runs in this process")
+    got = []
+    with pytest.raises(raised):
+        for result in map_in_order(function, range(6), workers=2, setup=setup, args=(0,)):
+            got.append(result)
+    assert got == seen
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def test_no_more_workers_than_cpus():
     pids = set(map_in_order(_pid, range(50), workers=1000, setup=_setup, args=(0,)))
     assert len(pids) <= available_cpus()
