@@ -97,16 +97,25 @@ class _Workers:
         context: Any = multiprocessing.get_context(method)
         self.processes: list[Any] = []
         self.pipes: list[Any] = []
-        for _ in range(count):
-            parent_end, child_end = context.Pipe()
-            # a forked worker closes its copies of the parent's ends: its own, and those of the
-            # workers started before it, or none would see end-of-file when the parent is gone
-            inherited = [*self.pipes, parent_end] if method == "fork" else []
-            process = context.Process(target=_serve, args=(child_end, setup, args, os.getpid(), inherited), daemon=True)
-            process.start()
-            child_end.close()
-            self.processes.append(process)
-            self.pipes.append(parent_end)
+        try:
+            for _ in range(count):
+                parent_end, child_end = context.Pipe()
+                # a forked worker closes its copies of the parent's ends: its own, and those of the
+                # workers started before it, or none would see end-of-file when the parent is gone
+                inherited = [*self.pipes, parent_end] if method == "fork" else []
+                process = context.Process(target=_serve, args=(child_end, setup, args, os.getpid(), inherited), daemon=True)
+                self.pipes.append(parent_end)
+                try:
+                    process.start()
+                finally:
+                    child_end.close()
+                self.processes.append(process)
+        except BaseException:  # a fork that failed (no memory, no more processes): end those started
+            for pipe in self.pipes[len(self.processes):]:
+                pipe.close()
+            del self.pipes[len(self.processes):]
+            self._stop(gently=False)
+            raise
 
     def map_in_order(self, function: Callable, items: Iterable, *, in_flight: int) -> Iterator:
         from multiprocessing.connection import wait

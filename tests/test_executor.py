@@ -157,6 +157,29 @@ def test_a_worker_whose_parent_died_before_prctl_leaves_at_once():
     assert process.exitcode == 0
 
 
+def test_workers_started_before_a_fork_fails_are_ended(monkeypatch):
+    """The second fork fails (EAGAIN: no more processes): the first worker does not stay behind."""
+    import multiprocessing
+
+    from bpecli.executor import _Workers
+
+    context = multiprocessing.get_context("fork")
+    started = []
+    real_start = context.Process.start
+
+    def start(process):
+        if started:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        real_start(process)
+        started.append(process)
+
+    monkeypatch.setattr(context.Process, "start", start)
+    with pytest.raises(BlockingIOError):
+        _Workers(2, _setup, (0,))
+    assert len(started) == 1
+    assert started[0].exitcode is not None
+
+
 def _lock_descriptors(_, item):
     fds = os.listdir("/proc/self/fd")
     return [target for fd in fds if (target := _target(fd)).endswith(LOCK)]
