@@ -734,6 +734,10 @@ def main() -> None:
     # numpy's OpenBLAS starts a thread per CPU at import, and reserves memory for each, which
     # bpecli (no linear algebra) never uses: under a memory limit their start fails, out loud
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if _memory_limit() is not None:  # before any thread starts
+        from .executor import one_malloc_arena
+
+        one_malloc_arena()
     signal.signal(signal.SIGTERM, _on_sigterm)
     _watch_signals()
     try:
