@@ -83,6 +83,10 @@ def _out_of_memory(ctx) -> str:
 NEEDS_MB = 400
 
 
+# Address space the forked check keeps free beyond what numpy took (see _load_numpy_within_limit)
+_SPARE_MB = 64
+
+
 def _load_numpy_within_limit() -> None:
     """Under a memory limit, load numpy now, while the command has taken no memory yet, and first
     in a forked child to see that it loads: OpenBLAS, which numpy loads, ends a process it cannot
@@ -97,8 +101,13 @@ def _load_numpy_within_limit() -> None:
             quiet = os.open(os.devnull, os.O_WRONLY)
             os.dup2(quiet, 1)
             os.dup2(quiet, 2)
+            import mmap
+
             import numpy  # noqa: F401
 
+            # and room to spare: glibc reserves 64 MB for a thread's first malloc, and near the
+            # limit OpenBLAS's own allocation may find less than it did here
+            mmap.mmap(-1, _SPARE_MB << 20).close()
             code = 0
         finally:
             os._exit(code)
@@ -734,10 +743,8 @@ def main() -> None:
     # numpy's OpenBLAS starts a thread per CPU at import, and reserves memory for each, which
     # bpecli (no linear algebra) never uses: under a memory limit their start fails, out loud
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    if _memory_limit() is not None:  # before any thread starts
-        from .executor import one_malloc_arena
-
-        one_malloc_arena()
+    if _memory_limit() is not None:  # nor pyarrow's jemalloc a thread whose start fails, out loud
+        os.environ.setdefault("JE_ARROW_MALLOC_CONF", "background_thread:false")
     signal.signal(signal.SIGTERM, _on_sigterm)
     _watch_signals()
     try:

@@ -38,18 +38,6 @@ def keep_freed_memory() -> None:
     mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: ...and up to 1 GB of it stays when freed
 
 
-def one_malloc_arena() -> None:
-    """Have glibc's malloc serve every thread from one arena. A thread's first malloc otherwise
-    reserves an arena of 64 MB of address space, at a moment of its own: under a memory limit
-    (ulimit -v) that comes out of the limit, and a check of what still fits, made before, no
-    longer holds. Nothing happens where malloc is not glibc's."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt(-8, 1)  # M_ARENA_MAX
-
-
 @contextmanager
 def progress_bar(progress: Callable | None, description: str, total: int, unit: str):
     """A bar from the factory a caller gave, progress(description, total, unit) -> an object with
