@@ -9,7 +9,7 @@ import re
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 from typer.core import TyperCommand
@@ -27,6 +27,8 @@ class _Command(TyperCommand):
             _load_numpy_within_limit()
             return super().invoke(ctx)
         except BpecliError as e:
+            if _ran_out_of_memory(e):  # pyarrow's ArrowMemoryError, said as an input it cannot read
+                _out_of_memory(ctx)
             _fail(f"bpecli: error: {e}", 1)
         except Terminated:  # finished shards stay for a rerun to keep; workers end quietly
             _fail("bpecli: terminated", 143)
@@ -38,19 +40,30 @@ class _Command(TyperCommand):
         except OSError as e:  # a full stdout (>/dev/full), a file that vanished: say which
             _silence_stdout()
             if e.errno == errno.ENOMEM:  # an mmap, a fork
-                _fail(_out_of_memory(ctx), 1)
+                _out_of_memory(ctx)
             where = f" ({e.filename})" if e.filename else ""
             _fail(f"bpecli: error: {e.strerror or e}{where}", 1)
         except MemoryError:
-            _fail(_out_of_memory(ctx), 1)
+            _out_of_memory(ctx)
         except ImportError as e:  # a library that no longer fits in memory, or a broken install
             if _MAPPING_FAILED.search(str(e)):
-                _fail(_out_of_memory(ctx), 1)
+                _out_of_memory(ctx)
             _fail(f"bpecli: error: cannot load {e.name or 'a module'} ({e}); reinstall bpecli and its dependencies", 1)
         except RuntimeError as e:
             if "can't start new thread" not in str(e):
                 raise
-            _fail(_out_of_memory(ctx), 1)
+            _out_of_memory(ctx)
+
+
+def _ran_out_of_memory(error: BaseException) -> bool:
+    """Whether an error was raised while handling a MemoryError (its context, even if hidden)."""
+    seen = 0
+    context = error.__context__
+    while context is not None and seen < 20:
+        if isinstance(context, MemoryError):
+            return True
+        context, seen = context.__context__, seen + 1
+    return False
 
 
 # What the dynamic loader says when a library finds no memory to be mapped into
@@ -66,16 +79,31 @@ def _memory_limit() -> tuple[int, str] | None:
     return min(finite) if finite else None
 
 
-def _out_of_memory(ctx) -> str:
-    """The line for a run that found no memory: the limit when one is set (fewer workers would not
-    help: each process has the limit to itself), else what takes less."""
+def _out_of_memory(ctx) -> NoReturn:
+    """Say that the run found no memory: the limit when one is set (fewer workers would not help:
+    each process has the limit to itself), else what takes less. The command's cleanup has run; a
+    process then leaves at once, without the libraries' own exit: pyarrow's allocator (mimalloc),
+    once out of memory, crashed it (SIGSEGV after the line, at ulimit -v 320000)."""
     limited = _memory_limit()
     if limited is not None:
         limit, option = limited
-        return (f"bpecli: error: out of memory within the limit of {limit >> 20:,} MB a process (ulimit {option} {limit >> 10}); "
+        line = (f"bpecli: error: out of memory within the limit of {limit >> 20:,} MB a process (ulimit {option} {limit >> 10}); "
                 f"raise it: bpecli takes about {NEEDS_MB} MB a process, and more for long documents")
-    workers = ctx.params.get("workers", 1) > 1 and (ctx.info_name != "encode" or ctx.params.get("out") is not None)
-    return "bpecli: error: out of memory; use " + ("fewer --workers or " if workers else "") + "smaller inputs"
+    else:
+        workers = ctx.params.get("workers", 1) > 1 and (ctx.info_name != "encode" or ctx.params.get("out") is not None)
+        line = "bpecli: error: out of memory; use " + ("fewer --workers or " if workers else "") + "smaller inputs"
+    if not _AS_PROCESS["main"]:  # called in a test's process, not bpecli's own
+        _fail(line, 1)
+    _say(line)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(1)
+
+
+_AS_PROCESS = {"main": False}  # set by main(): the process is bpecli's own
 
 
 # The address space a bpecli process takes with numpy and pyarrow loaded, before its data:
@@ -742,6 +770,7 @@ def main() -> None:
         sys.stderr = open(os.devnull, "w")
     # numpy's OpenBLAS starts a thread per CPU at import, and reserves memory for each, which
     # bpecli (no linear algebra) never uses: under a memory limit their start fails, out loud
+    _AS_PROCESS["main"] = True
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if _memory_limit() is not None:  # nor pyarrow's jemalloc a thread whose start fails, out loud
         os.environ.setdefault("JE_ARROW_MALLOC_CONF", "background_thread:false")

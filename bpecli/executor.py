@@ -190,6 +190,7 @@ def _serve(pipe, setup: Callable, args: tuple, parent: int, inherited: list) -> 
     _die_with(parent)
     for connection in inherited:
         connection.close()
+    _quiet()
     # Ctrl-C and SIGTERM are the parent's to handle: it ends the workers, which go quietly
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -240,6 +241,20 @@ def _send(pipe, answer: tuple) -> bool:
             return True
         except BaseException:
             return False
+
+
+def _quiet() -> None:
+    """Point a worker's stdout and stderr at /dev/null. Everything a worker has to say goes down its
+    pipe as an answer, and its parent says it in one line; what a library would print there as it
+    crashes (pyarrow's C++ aborting on std::bad_alloc under ulimit -v) would be lines beside it, and
+    the parent says the worker died."""
+    try:
+        quiet = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(quiet, 1)
+        os.dup2(quiet, 2)
+        os.close(quiet)
+    except OSError:
+        pass
 
 
 # prctl's option that has the kernel send a signal to a process when its parent dies (Linux)

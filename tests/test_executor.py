@@ -110,6 +110,21 @@ def test_a_worker_answers_every_failure_and_prints_no_traceback(capfd, function,
     assert "Traceback" not in capfd.readouterr().err
 
 
+def _noisy(_, item):
+    os.write(2, b"terminate called after throwing an instance of 'std::bad_alloc'\n")
+    os.write(1, b"stray\n")
+    return item
+
+
+def test_what_a_library_prints_in_a_worker_never_reaches_the_terminal(capfd):
+    """A worker answers down its pipe; the lines a crashing library writes to its stdout or stderr
+    would stand beside the parent's one line (and in the middle of ids on stdout)."""
+    if available_cpus() < 2:
+        pytest.skip("one CPU: the work runs in this process")
+    assert list(map_in_order(_noisy, range(4), workers=2, setup=_setup, args=(0,))) == [0, 1, 2, 3]
+    assert capfd.readouterr() == ("", "")
+
+
 def test_no_more_workers_than_cpus():
     pids = set(map_in_order(_pid, range(50), workers=1000, setup=_setup, args=(0,)))
     assert len(pids) <= available_cpus()
