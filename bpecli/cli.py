@@ -88,7 +88,7 @@ def _out_of_memory(ctx) -> NoReturn:
     if limited is not None:
         limit, option = limited
         line = (f"bpecli: error: out of memory within the limit of {limit >> 20:,} MB a process (ulimit {option} {limit >> 10}); "
-                f"raise it: bpecli takes about {NEEDS_MB} MB a process, and more for long documents")
+                f"raise it: a bpecli process takes {NEEDS_MB[0]} to {NEEDS_MB[1]} MB (Parquet the most), more for long documents")
     else:
         workers = ctx.params.get("workers", 1) > 1 and (ctx.info_name != "encode" or ctx.params.get("out") is not None)
         line = "bpecli: error: out of memory; use " + ("fewer --workers or " if workers else "") + "smaller inputs"
@@ -106,9 +106,10 @@ def _out_of_memory(ctx) -> NoReturn:
 _AS_PROCESS = {"main": False}  # set by main(): the process is bpecli's own
 
 
-# The address space a bpecli process takes with numpy and pyarrow loaded, before its data:
-# `encode --out` and `train` of 3 MB of .txt, .gz, .jsonl or .parquet run in ulimit -v 400000.
-NEEDS_MB = 400
+# The address space a bpecli process takes, with numpy and pyarrow loaded and their threads: the
+# one-liner, `encode --out` and `train` of 3 MB of .txt, .gz or .jsonl run in ulimit -v 300000 to
+# 400000; `encode --out` of .parquet needs 700000 (pyarrow's threads reserve address space).
+NEEDS_MB = (300, 700)
 
 
 # Address space the forked check keeps free beyond what numpy took (see _load_numpy_within_limit)
