@@ -297,7 +297,7 @@ def test_workers_dying_on_one_part_again_and_again_is_one_error():
     import dask
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
-        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0",
                                       processes=True) as started:
             try:
                 with pytest.raises(BpecliError, match="Dask workers of .* died, again and again, running the same part"):
