@@ -23,14 +23,14 @@ def peer_encoder(name: str, tok: Tokenizer, workers: int):
     if name == "tiktoken":
         try:
             import tiktoken
-        except ImportError:
+        except ModuleNotFoundError:  # not installed; one that cannot load says why itself
             raise BpecliError("tiktoken is not installed; pip install tiktoken (or bpecli[bench])") from None
         enc = tiktoken.Encoding("bpecli-peer", pat_str=tok.pattern, mergeable_ranks=tok.ranks, special_tokens=tok.special_tokens)
         return (lambda docs: enc.encode_ordinary_batch(docs, num_threads=workers)), enc.decode
     if name == "tokenizers":
         try:
             import tokenizers
-        except ImportError:
+        except ModuleNotFoundError:  # not installed; one that cannot load says why itself
             raise BpecliError("tokenizers is not installed; pip install tokenizers (or bpecli[bench])") from None
         import tempfile
         from pathlib import Path

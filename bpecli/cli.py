@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 from typer.core import TyperCommand
@@ -23,8 +24,11 @@ class _Command(TyperCommand):
 
     def invoke(self, ctx):
         try:
+            _load_numpy_within_limit()
             return super().invoke(ctx)
         except BpecliError as e:
+            if _ran_out_of_memory(e):  # pyarrow's ArrowMemoryError, said as an input it cannot read
+                _out_of_memory(ctx)
             _fail(f"bpecli: error: {e.for_cli(FLAGS)}", 1)
         except Terminated:  # finished shards stay for a rerun to keep; workers end quietly
             _fail("bpecli: terminated", 143)
@@ -35,10 +39,111 @@ class _Command(TyperCommand):
             raise typer.Exit(0) from None
         except OSError as e:  # a full stdout (>/dev/full), a file that vanished: say which
             _silence_stdout()
+            if e.errno == errno.ENOMEM:  # an mmap, a fork
+                _out_of_memory(ctx)
             where = f" ({e.filename})" if e.filename else ""
             _fail(f"bpecli: error: {e.strerror or e}{where}", 1)
         except MemoryError:
-            _fail("bpecli: error: out of memory; use fewer --workers or smaller inputs", 1)
+            _out_of_memory(ctx)
+        except ImportError as e:  # a library that no longer fits in memory, or a broken install
+            if _MAPPING_FAILED.search(str(e)):
+                _out_of_memory(ctx)
+            _fail(f"bpecli: error: cannot load {e.name or 'a module'} ({e}); reinstall bpecli and its dependencies", 1)
+        except RuntimeError as e:
+            if "can't start new thread" not in str(e):
+                raise
+            _out_of_memory(ctx)
+
+
+def _ran_out_of_memory(error: BaseException) -> bool:
+    """Whether an error was raised while handling a MemoryError (its context, even if hidden)."""
+    seen = 0
+    context = error.__context__
+    while context is not None and seen < 20:
+        if isinstance(context, MemoryError):
+            return True
+        context, seen = context.__context__, seen + 1
+    return False
+
+
+# What the dynamic loader says when a library finds no memory to be mapped into
+_MAPPING_FAILED = re.compile(r"failed to map segment|cannot allocate memory|cannot map zero-fill pages", re.IGNORECASE)
+
+
+def _memory_limit() -> tuple[int, str] | None:
+    """(the bytes of memory a process may map, the ulimit option that sets them), if limited."""
+    import resource
+
+    limits = [(resource.getrlimit(kind)[0], option) for kind, option in ((resource.RLIMIT_AS, "-v"), (resource.RLIMIT_DATA, "-d"))]
+    finite = [limit for limit in limits if limit[0] != resource.RLIM_INFINITY]
+    return min(finite) if finite else None
+
+
+def _out_of_memory(ctx) -> NoReturn:
+    """Say that the run found no memory: the limit when one is set (fewer workers would not help:
+    each process has the limit to itself), else what takes less. The command's cleanup has run; a
+    process then leaves at once, without the libraries' own exit: pyarrow's allocator (mimalloc),
+    once out of memory, crashed it (SIGSEGV after the line, at ulimit -v 320000)."""
+    limited = _memory_limit()
+    if limited is not None:
+        limit, option = limited
+        line = (f"bpecli: error: out of memory within the limit of {limit >> 20:,} MB a process (ulimit {option} {limit >> 10}); "
+                f"raise it: a bpecli process takes {NEEDS_MB[0]} to {NEEDS_MB[1]} MB (Parquet the most), more for long documents")
+    else:
+        workers = ctx.params.get("workers", 1) > 1 and (ctx.info_name != "encode" or ctx.params.get("out") is not None)
+        line = "bpecli: error: out of memory; use " + ("fewer --workers or " if workers else "") + "smaller inputs"
+    if not _AS_PROCESS["main"]:  # called in a test's process, not bpecli's own
+        _fail(line, 1)
+    _say(line)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(1)
+
+
+_AS_PROCESS = {"main": False}  # set by main(): the process is bpecli's own
+
+
+# The address space a bpecli process takes, with numpy and pyarrow loaded and their threads: the
+# one-liner, `encode --out` and `train` of 3 MB of .txt, .gz or .jsonl run in ulimit -v 300000 to
+# 400000; `encode --out` of .parquet needs 700000 (pyarrow's threads reserve address space).
+NEEDS_MB = (300, 700)
+
+
+# Address space the forked check keeps free beyond what numpy took (see _load_numpy_within_limit)
+_SPARE_MB = 64
+
+
+def _load_numpy_within_limit() -> None:
+    """Under a memory limit, load numpy now, while the command has taken no memory yet, and first
+    in a forked child to see that it loads: OpenBLAS, which numpy loads, ends a process it cannot
+    allocate for with exit(1) and a line of its own, before Python can say a word. (Without a
+    limit nothing happens here: numpy is loaded where it is needed, if it is.)"""
+    if "numpy" in sys.modules or _memory_limit() is None or not hasattr(os, "fork"):
+        return
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            quiet = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
+            import mmap
+
+            import numpy  # noqa: F401
+
+            # and room to spare: glibc reserves 64 MB for a thread's first malloc, and near the
+            # limit OpenBLAS's own allocation may find less than it did here
+            mmap.mmap(-1, _SPARE_MB << 20).close()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise MemoryError
+    import numpy  # noqa: F401
 
 
 # The flags of the library's arguments whose names differ from them (errors.render_for_cli): the
@@ -79,7 +184,10 @@ def _watch_signals() -> None:
         _say("bpecli: terminated" if received == signal.SIGTERM else "bpecli: interrupted")
         os._exit(143 if received == signal.SIGTERM else 130)
 
-    threading.Thread(target=watch, name="bpecli-signals", daemon=True).start()
+    try:
+        threading.Thread(target=watch, name="bpecli-signals", daemon=True).start()
+    except RuntimeError:  # no memory for a thread: the main thread takes the signals itself
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, wanted)
 
 
 def _fail(message: str, status: int):
@@ -985,6 +1093,12 @@ def main() -> None:
         sys.stdout = open(os.devnull, "w")
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")
+    # numpy's OpenBLAS starts a thread per CPU at import, and reserves memory for each, which
+    # bpecli (no linear algebra) never uses: under a memory limit their start fails, out loud
+    _AS_PROCESS["main"] = True
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if _memory_limit() is not None:  # nor pyarrow's jemalloc a thread whose start fails, out loud
+        os.environ.setdefault("JE_ARROW_MALLOC_CONF", "background_thread:false")
     signal.signal(signal.SIGTERM, _on_sigterm)
     _watch_signals()
     try:

@@ -17,6 +17,7 @@ import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .errors import BpecliError
@@ -24,7 +25,8 @@ from .executor import keep_freed_memory
 
 try:
     from distributed import Client, WorkerPlugin, get_worker
-except ImportError:  # the extra is not installed: said when a scheduler is asked for
+except ModuleNotFoundError:  # the extra is not installed: said when a scheduler is asked for (an
+    # ImportError of another kind, a library that cannot load, is raised as it is)
     Client = None  # type: ignore[misc,assignment]
     WorkerPlugin = object  # type: ignore[misc,assignment]
 
@@ -40,20 +42,100 @@ def connect(scheduler: str) -> Any:
     with _connecting:
         if scheduler not in _clients:
             if os.path.isfile(scheduler):
-                where = {"scheduler_file": scheduler}
-            elif re.fullmatch(r"(\w+://)?[^/\s]+:\d+", scheduler):
-                where = {"address": scheduler}
+                address = _address_in(scheduler)
+            elif _ADDRESS.fullmatch(scheduler):
+                address = scheduler
             else:
                 raise BpecliError(f"--scheduler {scheduler}: no such scheduler file, nor an address such as "
                                   "tcp://host:8786")
-            logging.getLogger("distributed").setLevel(logging.ERROR)  # a lost worker is retried, not news
-            try:
-                # how long to try: Dask's own setting, distributed.comm.timeouts.connect (30 s)
-                _clients[scheduler] = Client(**where, set_as_default=False)
-            except (OSError, ValueError, TypeError) as e:
-                raise BpecliError(f"cannot reach the Dask scheduler {scheduler} ({e}); "
-                                  "check the address or scheduler file, and that the scheduler runs") from None
+            # a lost worker is retried, not news; a lost scheduler is one error, without the client's
+            # tracebacks of reconnecting (Dask's config gives distributed.client a level of its own)
+            for logger in ("distributed", "distributed.client"):
+                logging.getLogger(logger).setLevel(logging.CRITICAL)
+            _clients[scheduler] = _client(address, scheduler)
         return _clients[scheduler]
+
+
+def _client(address: str, scheduler: str) -> Any:
+    """A client connected to address, or an error within Dask's connect timeout
+    (distributed.comm.timeouts.connect, 30 s). Dask bounds the connection but not the first
+    answer: a server that accepts and stays silent (a hung scheduler, or no scheduler at all) held
+    Client() forever, and one that answers something else made it allocate what the first bytes
+    said. So the address first gets a handshake of its own, bounded, in a thread of its own (the
+    caller may run an event loop already)."""
+    import asyncio
+
+    import dask
+    from dask.utils import parse_timedelta
+    from distributed.comm import connect as open_comm
+
+    seconds = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), "s")
+
+    async def shake_hands() -> None:
+        comm = await open_comm(address, timeout=seconds)
+        await comm.close()
+
+    failed: list[BaseException] = []
+
+    def probe() -> None:
+        try:
+            asyncio.run(asyncio.wait_for(shake_hands(), seconds + 1))
+        except BaseException as e:  # said below, in the caller's thread
+            failed.append(e)
+
+    thread = threading.Thread(target=probe, name="bpecli-connect", daemon=True)
+    thread.start()
+    thread.join()
+    try:
+        if failed:
+            raise failed[0]
+        return Client(address=address, set_as_default=False, timeout=seconds)
+    except (asyncio.TimeoutError, TimeoutError):
+        reason = f"it did not answer within {seconds:.0f} s"
+    except (OSError, ValueError, TypeError) as e:
+        reason = str(e)
+    except Exception as e:  # MemoryError, a protocol error: what answered is no Dask scheduler
+        reason = f"what answers there is not a Dask scheduler: {type(e).__name__}"
+    raise BpecliError(f"cannot reach the Dask scheduler {scheduler} ({reason}); "
+                      "check the address or scheduler file, and that the scheduler runs")
+
+
+_ADDRESS = re.compile(r"(\w+://)?[^/\s]+:\d+")
+# A scheduler file holds an address and a few words about the scheduler: far less than this.
+_SCHEDULER_FILE_BYTES = 1 << 20
+
+
+def _address_in(path: str) -> str:
+    """The address in a scheduler file, read here rather than by Dask: Dask waits a minute on a
+    file without one and then raises its own traceback. A file that is no JSON yet (a scheduler
+    starting, writing it) gets a few tries."""
+    import json
+    import time
+
+    problem = ""
+    for attempt in range(10):
+        if attempt:
+            time.sleep(0.1)
+        try:
+            with open(path, "rb") as f:
+                data = f.read(_SCHEDULER_FILE_BYTES + 1)
+        except OSError as e:
+            raise BpecliError(f"--scheduler {path}: cannot read it ({e.strerror or e})") from None
+        if len(data) > _SCHEDULER_FILE_BYTES:
+            problem = f"it holds over {_SCHEDULER_FILE_BYTES:,} bytes"
+            break
+        try:
+            document = json.loads(data)
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested too deep
+            problem = "it is not JSON"
+            continue
+        address = document.get("address") if isinstance(document, dict) else None
+        if isinstance(address, str) and _ADDRESS.fullmatch(address):
+            return address
+        problem = "it has no \"address\" such as tcp://host:8786"
+        break
+    raise BpecliError(f"--scheduler {path}: not a Dask scheduler file, {problem}; give the file `dask scheduler "
+                      "--scheduler-file` writes, or the scheduler's address")
 
 
 @atexit.register
@@ -78,15 +160,17 @@ def map_in_order(function: Callable, items: Iterable, setup: Callable, args: tup
     in flight besides the one whose results are being used."""
     client = connect(scheduler)
     name = f"bpecli-{uuid.uuid4().hex}"
-    client.register_plugin(_Setup(setup, args), name=name)
-    in_flight = 2 * threads(scheduler)
+    with _said(scheduler):
+        client.register_plugin(_Setup(setup, args), name=name)
+        in_flight = 2 * threads(scheduler)
     batches = _batches(items, ITEMS_PER_TASK)
     pending: deque = deque()
 
     def submit_next() -> None:
         batch = next(batches, None)
         if batch is not None:
-            pending.append(client.submit(_run, name, function, batch, pure=False))
+            with _said(scheduler):
+                pending.append(client.submit(_run, name, function, batch, pure=False))
 
     try:
         for _ in range(in_flight):
@@ -94,14 +178,36 @@ def map_in_order(function: Callable, items: Iterable, setup: Callable, args: tup
         while pending:
             oldest = pending.popleft()
             submit_next()  # before its results are used: the workers never wait for the client
-            yield from oldest.result()
+            with _said(scheduler):
+                results = oldest.result()
+            yield from results
     finally:
-        for future in pending:
-            future.cancel()
-        try:
-            client.unregister_worker_plugin(name)
-        except Exception:  # the cluster is going away: nothing of ours is left to remove
-            pass
+        if client.status == "running":  # else the scheduler is gone, with our tasks and plugin
+            for future in pending:
+                future.cancel()
+            try:
+                client.unregister_worker_plugin(name)
+            except Exception:  # the cluster is going away: nothing of ours is left to remove
+                pass
+
+
+@contextmanager
+def _said(scheduler: str):
+    """Dask's own failures as one error each: the scheduler lost (its futures are cancelled), or
+    workers dying again and again on one task. Errors the work raised pass as they are."""
+    from concurrent.futures import CancelledError
+
+    from distributed import KilledWorker
+    from distributed.comm.core import CommClosedError
+
+    try:
+        yield
+    except (CancelledError, CommClosedError) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise BpecliError(f"lost the Dask scheduler {scheduler} ({reason}); check that it runs, then rerun") from None
+    except KilledWorker:
+        raise BpecliError(f"Dask workers of {scheduler} died, again and again, running the same part (out of memory? "
+                          "killed?); give them more memory, or rerun") from None
 
 
 class _Setup(WorkerPlugin):

@@ -20,7 +20,7 @@ from .normalize import normalizer
 from .bulk.packing import LENGTH_SHIFT, PACKED_ROW_BYTES, distinct_packed, document_batches, pack_pieces, piece_hash
 from .arrays import with_room
 from .bulk.tables import PieceTable
-from .pretokenize import compiled, safe_blocks, special_byte_splitter, special_splitter, uncovered_error, vectorised_splitter
+from .pretokenize import safe_blocks, special_byte_splitter, special_splitter, splitter, uncovered_error, vectorised_splitter
 
 # Documents are counted in batches of about this many bytes (small arrays, small worker peaks);
 # a longer document is cut at safe cuts first.
@@ -189,7 +189,7 @@ def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
         documents = list(map(counter.normalized, documents))
     if counter.split is not None:
         return count_pieces([d.encode("utf-8") for d in documents], counter.split, counter.numbered), part.weight
-    findall = compiled(counter.pattern).findall
+    findall = splitter(counter.pattern, source="--pattern")
     total = Total()
     for batch in document_batches(documents, 1 << 20):
         pieces = []

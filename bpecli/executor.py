@@ -95,14 +95,27 @@ class _Workers:
         # fork shares the parent's modules and tables (a prepared Tokenizer) for free
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         context: Any = multiprocessing.get_context(method)
-        self.processes, self.pipes = [], []
-        for _ in range(count):
-            parent_end, child_end = context.Pipe()
-            process = context.Process(target=_serve, args=(child_end, setup, args), daemon=True)
-            process.start()
-            child_end.close()
-            self.processes.append(process)
-            self.pipes.append(parent_end)
+        self.processes: list[Any] = []
+        self.pipes: list[Any] = []
+        try:
+            for _ in range(count):
+                parent_end, child_end = context.Pipe()
+                # a forked worker closes its copies of the parent's ends: its own, and those of the
+                # workers started before it, or none would see end-of-file when the parent is gone
+                inherited = [*self.pipes, parent_end] if method == "fork" else []
+                process = context.Process(target=_serve, args=(child_end, setup, args, os.getpid(), inherited), daemon=True)
+                self.pipes.append(parent_end)
+                try:
+                    process.start()
+                finally:
+                    child_end.close()
+                self.processes.append(process)
+        except BaseException:  # a fork that failed (no memory, no more processes): end those started
+            for pipe in self.pipes[len(self.processes):]:
+                pipe.close()
+            del self.pipes[len(self.processes):]
+            self._stop(gently=False)
+            raise
 
     def map_in_order(self, function: Callable, items: Iterable, *, in_flight: int) -> Iterator:
         from multiprocessing.connection import wait
@@ -172,30 +185,96 @@ class _Workers:
             pipe.close()
 
 
-def _serve(pipe, setup: Callable, args: tuple) -> None:
+def _serve(pipe, setup: Callable, args: tuple, parent: int, inherited: list) -> None:
     """A worker's life: set up once, then answer each (function, item) with (ok, result)."""
+    _die_with(parent)
+    for connection in inherited:
+        connection.close()
+    _quiet()
     # Ctrl-C and SIGTERM are the parent's to handle: it ends the workers, which go quietly
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})  # the CLI blocks them in its threads
-    keep_freed_memory()
-    state = setup(*args)
+    # Whatever fails here is answered, never left to multiprocessing, which would print a traceback
+    # and leave the parent to say only that a worker died.
+    try:
+        keep_freed_memory()
+        state, failed = setup(*args), None
+    except BaseException as error:  # raised in the parent, at the first item's turn
+        state, failed = None, error
     while True:
         try:
             task = pipe.recv()
         except (EOFError, OSError):  # the parent is gone
             return
+        except BaseException as error:  # no memory to unpickle the item: its answer says so
+            task = error
         if task is None:
             return
-        function, item = task
         try:
+            if failed is not None:
+                raise failed
+            if isinstance(task, BaseException):
+                raise task
+            function, item = task
             answer = (True, function(state, item))
         except BaseException as error:  # raised in the parent, at this item's turn
-            answer = (False, error if _picklable(error) else BpecliError(f"{type(error).__name__}: {error}"))
-        try:
-            pipe.send(answer)
-        except (EOFError, OSError):
+            answer = (False, error)
+        if not _send(pipe, answer):
             return
+
+
+def _send(pipe, answer: tuple) -> bool:
+    """Send an answer to the parent; an error it could not unpickle, or a result there is no memory
+    to pickle, goes as an error that says what it was. False once the parent is gone."""
+    ok, value = answer
+    try:
+        if not ok and not _picklable(value):
+            answer = (False, BpecliError(f"{type(value).__name__}: {value}"))
+        pipe.send(answer)
+        return True
+    except (EOFError, OSError):
+        return False
+    except BaseException as error:  # pickling found no memory
+        try:
+            pipe.send((False, error if isinstance(error, MemoryError) else BpecliError(f"{type(error).__name__}: {error}")))
+            return True
+        except BaseException:
+            return False
+
+
+def _quiet() -> None:
+    """Point a worker's stdout and stderr at /dev/null. Everything a worker has to say goes down its
+    pipe as an answer, and its parent says it in one line; what a library would print there as it
+    crashes (pyarrow's C++ aborting on std::bad_alloc under ulimit -v) would be lines beside it, and
+    the parent says the worker died."""
+    try:
+        quiet = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(quiet, 1)
+        os.dup2(quiet, 2)
+        os.close(quiet)
+    except OSError:
+        pass
+
+
+# prctl's option that has the kernel send a signal to a process when its parent dies (Linux)
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this worker the moment its parent dies, even a `kill -9` of it (on
+    Linux; elsewhere the worker leaves when its pipe reaches end-of-file). A worker busy in numpy
+    reads no pipe, and one left alive would keep the output folder's lock and its memory.
+
+    The signal comes when the parent's thread that started the worker ends, so workers are
+    started and used by one thread (executor.map_in_order runs in its caller's thread)."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux
+        return
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died between fork and prctl: no signal will come
+        os._exit(0)
 
 
 def _picklable(error: BaseException) -> bool:

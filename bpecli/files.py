@@ -103,6 +103,21 @@ def strs_to_tokens(texts: list[str]) -> list[bytes | None]:
 # The lock file of a folder bpecli is writing (tokenizer files or shards).
 LOCK = ".bpecli-lock"
 
+# The lock files this process holds open. A flock belongs to the open file, which a forked child
+# (a worker) shares: the child closes its copy at once, so that the lock ends with the run and
+# never lives on in a worker that outlives it.
+_held_locks: set = set()
+
+
+def _drop_held_locks() -> None:
+    for handle in _held_locks:
+        handle.close()
+    _held_locks.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_held_locks)
+
 
 @contextmanager
 def locked(out: Path):
@@ -118,11 +133,15 @@ def locked(out: Path):
     except OSError as e:
         raise OutputError(f"cannot write into {out} ({e.strerror or e}); choose an --out you can write to") from None
     with handle:
+        _held_locks.add(handle)
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise OutputError(f"another bpecli is writing {out}; wait for it to finish, or choose another --out") from None
-        yield
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise OutputError(f"another bpecli is writing {out}; wait for it to finish, or choose another --out") from None
+            yield
+        finally:
+            _held_locks.discard(handle)
 
 
 # The files `save` writes: the only ones it ever replaces or removes in a folder.

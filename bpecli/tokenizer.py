@@ -17,7 +17,7 @@ import regex
 from .bpe import NUMPY_PIECE, merge_parts, piece_ids
 from .errors import BpecliError, DisallowedSpecialError, UnknownIdError
 from .normalize import check as normalize_steps, normalizer
-from .pretokenize import SAFE_CUT, compiled, is_preset, safe_blocks, special_splitter, uncovered_error, vectorised_splitter
+from .pretokenize import SAFE_CUT, is_preset, safe_blocks, special_splitter, splitter, uncovered_error, vectorised_splitter
 
 if TYPE_CHECKING:
     from .bulk import BulkEncoder, Vocabulary
@@ -154,11 +154,11 @@ class Tokenizer:
 
     @cached_property
     def _findall(self):
-        return compiled(self.pattern).findall
+        return splitter(self.pattern)
 
     @cached_property
     def _findall_ascii(self):
-        return regex.compile(self.pattern).findall
+        return splitter(self.pattern, plain=True)
 
     @property
     def _cache(self) -> dict[str, tuple[int, ...]]:

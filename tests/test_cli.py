@@ -738,3 +738,109 @@ def test_the_command_line_loads_numpy_only_when_it_needs_it():
 
     code = "import sys, bpecli, bpecli.cli, bpecli.files, bpecli.tokenizer; print('numpy' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+def _bpecli_process(*args, timeout=120, **kwargs):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "bpecli", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, **kwargs)
+
+
+@pytest.mark.system
+def test_a_pattern_that_backtracks_catastrophically_is_one_line_wherever_it_runs(tmp_path):
+    """(?:a|aa)+$|[\\s\\S] runs for minutes on 41 characters: as --pattern for train, as
+    --pattern for encode (the regex path, and --out's workers), and from bpecli.json."""
+    pattern = r"(?:a|aa)+$|[\s\S]"
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("hello world\n" * 20 + "a" * 40 + "b\n", encoding="utf-8")
+    tok = tmp_path / "tok"
+    assert run("train", corpus, "--vocab-size", 260, "--out", tok, "-q").exit_code == 0
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for name in ("bpecli.json", "tokenizer.tiktoken"):
+        (bad / name).write_bytes((tok / name).read_bytes())
+    meta = json.loads((bad / "bpecli.json").read_text())
+    (bad / "bpecli.json").write_text(json.dumps({**meta, "pattern": pattern}))
+    runs = {
+        "train": ["train", corpus, "--vocab-size", 260, "--out", tmp_path / "t2", "--pattern", pattern, "--workers", 2],
+        "encode": ["encode", "-t", tok / "tokenizer.tiktoken", "--pattern", pattern, corpus],
+        "encode --out": ["encode", "-t", tok / "tokenizer.tiktoken", "--pattern", pattern, corpus, "--out", tmp_path / "s",
+                         "--workers", 2],
+        "bpecli.json": ["encode", "-t", bad, corpus],
+    }
+    for name, args in runs.items():
+        done = _bpecli_process(*args, "-q")
+        assert done.returncode == 1, (name, done.stderr)
+        assert done.stderr.startswith("bpecli: error: the pattern '(?:a|aa)+$|[\\\\s\\\\S]'"), (name, done.stderr)
+        assert "backtracks catastrophically" in done.stderr and done.stderr.count("\n") == 1, (name, done.stderr)
+
+
+@pytest.fixture(scope="module")
+def small_corpora(tmp_path_factory, kernel_docs_sample):
+    """1 MB of real text as .txt, .txt.gz and .parquet."""
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path_factory.mktemp("corpora")
+    text = kernel_docs_sample[:1_000_000]
+    (folder / "docs.txt").write_text(text, encoding="utf-8")
+    with gzip.open(folder / "docs.txt.gz", "wt", encoding="utf-8") as f:
+        f.write(text)
+    pq.write_table(pa.table({"text": text.split("<|endoftext|>")}), folder / "docs.parquet")
+    return folder
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("limit_kb", [60_000, 100_000, 150_000, 200_000, 250_000, 280_000, 300_000, 320_000])
+def test_a_tight_memory_limit_is_one_line_never_a_traceback(small_corpora, gpt2_vocab, tmp_path, limit_kb):
+    """Under `ulimit -v`: numpy's OpenBLAS ended the process with lines of its own, a library that
+    could not be mapped raised ImportError, pyarrow's jemalloc said its thread did not start, its
+    mimalloc crashed the exit after the line (SIGSEGV); each command either runs or says it ran out
+    of memory within the limit, in one line."""
+    import resource
+    import subprocess
+    import sys
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (limit_kb << 10, limit_kb << 10))
+
+    runs = [["encode", "-t", gpt2_vocab, small_corpora / "docs.txt"],
+            ["encode", "-t", gpt2_vocab, "-"],
+            ["train", small_corpora / "docs.txt", "--vocab-size", 300, "--out", tmp_path / "tok", "--workers", 2, "-q"],
+            ["train", small_corpora / "docs.parquet", "--vocab-size", 300, "--out", tmp_path / "tok2", "-q"]]
+    runs += [["encode", "-t", gpt2_vocab, small_corpora / name, "--out", tmp_path / name, "--workers", 2, "-q"]
+             for name in ("docs.txt.gz", "docs.parquet")]
+    failed = []
+    for args in runs:
+        done = subprocess.run([sys.executable, "-m", "bpecli", *map(str, args)], input="hello world", capture_output=True,
+                              text=True, timeout=120, preexec_fn=limited)
+        if done.returncode:
+            assert done.returncode == 1 and done.stderr.startswith("bpecli: error: "), (args, done.stderr[-2000:])
+            assert done.stderr.count("\n") == 1, (args, done.stderr[-2000:])
+            failed.append(done.stderr)
+    if limit_kb <= 100_000:
+        assert failed and all(f"out of memory within the limit of {limit_kb >> 10} MB a process (ulimit -v {limit_kb})"
+                                  in line for line in failed), failed
+
+
+def test_out_of_memory_without_a_limit_names_workers_only_where_they_run(gpt2_vocab, tmp_path, monkeypatch):
+    from bpecli import cli, trainer
+    from bpecli.tokenizer import Tokenizer
+
+    if cli._memory_limit() is not None:
+        pytest.skip("this process runs under a memory limit")
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(Tokenizer, "encode", no_memory)
+    assert one_line_error(run("encode", "-t", gpt2_vocab, input="hello")) == "bpecli: error: out of memory; use smaller inputs"
+    monkeypatch.setattr(trainer, "count_pretokens", no_memory)
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("hello world")
+    assert one_line_error(run("train", corpus, "--vocab-size", 300, "--out", tmp_path / "tok", "--workers", 2)) == \
+        "bpecli: error: out of memory; use fewer --workers or smaller inputs"

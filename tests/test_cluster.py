@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,13 @@ def local_cluster():
 @pytest.fixture(scope="module")
 def dask_processes(tmp_path_factory):
     """`dask scheduler` and `dask worker --nworkers 2` as a user starts them; stopped by their handles."""
-    folder = tmp_path_factory.mktemp("dask")
+    with _dask(tmp_path_factory.mktemp("dask")) as (scheduler_file, _):
+        yield scheduler_file
+
+
+@contextmanager
+def _dask(folder: Path):
+    """(scheduler file, scheduler process) of a scheduler and 2 workers started as processes."""
     scheduler_file = folder / "scheduler.json"
     bin_dir = Path(sys.executable).parent
     log = open(folder / "log.txt", "wb")
@@ -51,11 +58,11 @@ def dask_processes(tmp_path_factory):
                                    stdout=log, stderr=log, start_new_session=True, cwd=folder)
         with distributed.Client(scheduler_file=str(scheduler_file), timeout=60) as client:
             client.wait_for_workers(2, timeout=60)
-        yield scheduler_file
+        yield scheduler_file, scheduler
     finally:
         cluster.disconnect()
         for process in (workers, scheduler):
-            if process is not None:
+            if process is not None and process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 try:
                     process.wait(timeout=20)
@@ -160,6 +167,100 @@ def test_a_scheduler_that_is_neither_a_file_nor_an_address_is_one_line(corpus, t
     assert done.stderr == f"bpecli: error: --scheduler {scheduler}: no such scheduler file, nor an address such as tcp://host:8786\n"
 
 
+@pytest.mark.system
+@pytest.mark.parametrize("content", [b'{"foo": 1}', b"not json", b"[1, 2]", b'{"address": 5}', b'{"address": "nowhere"}',
+                                     b"", b"\xff\xfe", b"[" * 100_000, b" " * (2 << 20)])
+def test_a_scheduler_file_of_the_wrong_shape_is_one_line_at_once(corpus, tmp_path, content):
+    """Dask waited a minute on these, then raised a traceback."""
+    scheduler_file = tmp_path / "scheduler.json"
+    scheduler_file.write_bytes(content)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "bpecli", "train", str(corpus), "--vocab-size", "300", "--out",
+                           str(tmp_path / "tok")], capture_output=True, text=True, timeout=50,
+                          env={**os.environ, "BPECLI_SCHEDULER": str(scheduler_file)})
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"bpecli: error: --scheduler {scheduler_file}: not a Dask scheduler file, ")
+    assert done.stderr.count("\n") == 1
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "tok").exists()
+
+
+def _server(answer: bytes):
+    """A TCP server on 127.0.0.1 that accepts every connection and sends answer (nothing: silent)."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted = []
+
+    def serve():
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:  # closed: the test is over
+                return
+            accepted.append(connection)
+            if answer:
+                connection.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("answer", [b"", b"HTTP/1.0 200 OK\r\n\r\nhello\n" * 100])
+def test_a_server_that_is_no_scheduler_is_one_line_within_the_connect_timeout(corpus, tmp_path, answer):
+    """Silent, it held bpecli forever (Dask bounds the connection, not the first answer); talking
+    HTTP, it made Dask allocate what its first bytes said: \"out of memory\" and a traceback."""
+    listener = _server(answer)
+    address = "tcp://127.0.0.1:%d" % listener.getsockname()[1]
+    try:
+        done = subprocess.run([sys.executable, "-m", "bpecli", "train", str(corpus), "--vocab-size", "300", "--out",
+                               str(tmp_path / "tok"), "--scheduler", address], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"})
+    finally:
+        listener.close()
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"bpecli: error: cannot reach the Dask scheduler {address} ("), done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+
+
+@pytest.mark.system
+def test_a_scheduler_killed_mid_run_is_one_line_at_once(tmp_path, kernel_docs_sample):
+    """Killed once the workers count: the futures are cancelled, and Dask's FutureCancelledError was
+    a traceback, and its client's reconnecting logged another."""
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text(kernel_docs_sample * 4, encoding="utf-8")
+    pattern = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s"""  # the regex's pace: seconds
+    folder = tmp_path / "dask"
+    folder.mkdir()
+    with _dask(folder) as (scheduler_file, scheduler):
+        run = subprocess.Popen([sys.executable, "-m", "bpecli", "train", str(corpus), "--vocab-size", "300", "--out",
+                                str(tmp_path / "tok"), "--scheduler", str(scheduler_file), "--pattern", pattern, "-q"],
+                               stderr=subprocess.PIPE, text=True)
+        try:
+            with distributed.Client(scheduler_file=str(scheduler_file), timeout=60) as watcher:
+                deadline = time.monotonic() + 120
+                while not any(watcher.processing().values()):
+                    assert run.poll() is None and time.monotonic() < deadline, "the count never started"
+                    time.sleep(0.05)
+                os.killpg(scheduler.pid, signal.SIGKILL)
+                scheduler.wait()
+                killed = time.monotonic()
+                assert run.wait(timeout=60) == 1
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+            stderr = run.stderr.read()
+            run.stderr.close()
+    assert time.monotonic() - killed < 30
+    assert stderr.startswith(f"bpecli: error: lost the Dask scheduler {scheduler_file} ("), stderr
+    assert stderr.count("\n") == 1, stderr
+
+
 def test_a_local_run_never_imports_distributed(corpus, tmp_path, gpt2_vocab):
     script = (
         "import sys\n"
@@ -181,3 +282,25 @@ def _folder(path: Path) -> dict[str, bytes]:
     """Every file of a folder, bpecli's lock aside (its presence is not output)."""
     return {p.name: p.read_bytes() for p in sorted(path.iterdir()) if p.name != ".bpecli-lock"}
 
+
+
+def _dies(_, item):
+    os._exit(1)
+
+
+@pytest.mark.system
+def test_workers_dying_on_one_part_again_and_again_is_one_error():
+    """Dask gives up on a task that killed its workers (KilledWorker): one error, not its traceback."""
+    from bpecli.errors import BpecliError
+    from bpecli.executor import map_in_order
+
+    import dask
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0",
+                                      processes=True) as started:
+            try:
+                with pytest.raises(BpecliError, match="Dask workers of .* died, again and again, running the same part"):
+                    list(map_in_order(_dies, [1], workers=1, setup=int, args=(), scheduler=started.scheduler_address))
+            finally:
+                cluster.disconnect()

@@ -111,3 +111,98 @@ def test_long_texts_take_the_vectorised_path_and_agree(gpt2, tiktoken_gpt2, kern
     assert gpt2._bulk is not None
     assert gpt2.encode(text, allowed_special="all") == tiktoken_gpt2.encode(text, allowed_special="all")
     assert gpt2.encode_ordinary(text) == tiktoken_gpt2.encode_ordinary(text)
+
+
+# ---- custom patterns: bounded in time, whole matches ------------------------------------------
+
+CATASTROPHIC = r"(?:a|aa)+$|[\s\S]"  # on 41 characters it runs for minutes without a bound
+TRAP = "a" * 40 + "b"
+
+
+@pytest.fixture
+def short_bound(monkeypatch):
+    from bpecli.pretokenize import patterns
+
+    monkeypatch.setattr(patterns, "TIMEOUT_SECONDS", 0.2)
+
+
+def test_a_pattern_that_backtracks_catastrophically_stops_with_one_error(short_bound, tmp_path):
+    """Everywhere a custom pattern runs: its check, the regex path of encode, training's count."""
+    import time
+
+    from bpecli import Tokenizer
+    from bpecli.corpus import document_parts
+    from bpecli.counting import count_pretokens
+    from bpecli.errors import BpecliError
+    from bpecli.pretokenize import resolve_pattern, splitter
+
+    tok = Tokenizer(ranks={bytes([b]): b for b in range(256)}, pattern=resolve_pattern(CATASTROPHIC))
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text(f"hello\n{TRAP}\n", encoding="utf-8")
+    runs = {
+        "splitter": lambda: splitter(CATASTROPHIC)(TRAP),
+        "encode": lambda: tok.encode(TRAP),
+        "encode_documents": lambda: tok.encode_documents(["ok", TRAP]),
+        "count": lambda: count_pretokens(document_parts([(str(corpus), "docs.txt")], separators=[]), pattern=CATASTROPHIC, special_tokens=[]),
+    }
+    for name, call in runs.items():
+        started = time.process_time()
+        with pytest.raises(BpecliError, match=r"the pattern '\(\?:a\|aa\)\+\$\|\[\\\\s\\\\S\]' .* backtracks catastrophically"):
+            call()
+        assert time.process_time() - started < 5, name
+
+
+def test_the_bound_grows_with_the_text_far_beyond_a_linear_patterns_time():
+    """The slowest linear pattern takes about 10 us a character (a preset with its classes spelled
+    out, on text that is all short pieces): the bound is many times that (20 on a quiet machine)."""
+    import time
+
+    from bpecli.pretokenize import patterns
+
+    text = "a'" * 50_000
+    started = time.process_time()
+    compiled(PATTERNS["o200k"]).findall(text)
+    taken = time.process_time() - started
+    assert patterns.time_bound(len(text)) > 5 * taken
+    assert patterns.time_bound(0) >= 1
+
+
+@pytest.mark.parametrize("pattern", [r"(\w+)|(\s+)|([^\w\s]+)", r"(?P<word>\w+)|\s+|[^\w\s]+", r"(a)(?:\1)+|[\s\S]"])
+def test_a_pattern_with_capturing_groups_splits_into_its_whole_matches(pattern):
+    """As tiktoken takes them: findall would give the groups (and '' for a group that did not take
+    part), which the check called a character left out."""
+    import regex
+
+    from bpecli.pretokenize import resolve_pattern, splitter
+
+    assert resolve_pattern(pattern) == pattern
+    text = "Hello, world aaa  42!"
+    assert splitter(pattern)(text) == [m.group() for m in regex.finditer(pattern, text)]
+    assert "".join(splitter(pattern)(text)) == text
+
+
+def test_a_pattern_with_capturing_groups_encodes_as_tiktoken_and_trains_as_without_them(gpt2, tiktoken_gpt2, tmp_path):
+    import tiktoken
+
+    from bpecli import Tokenizer
+    from bpecli.trainer import train
+
+    grouped, plain = r"""('(?:s|t|re))| ?(\p{L}+)| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s""", \
+        r"""'(?:s|t|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s"""
+    ours = Tokenizer(ranks=gpt2.ranks, pattern=grouped)
+    theirs = tiktoken.Encoding("grouped", pat_str=grouped, mergeable_ranks=gpt2.ranks, special_tokens={})
+    text = "It's a test of 123 numbers,   spaces\n\nand caf\u00e9 \u4e2d\u6587 \U0001F600 words."
+    assert ours.encode(text) == theirs.encode_ordinary(text)
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text(text * 50, encoding="utf-8")
+    assert train([str(corpus)], vocab_size=300, pattern=grouped).merges == train([str(corpus)], vocab_size=300, pattern=plain).merges
+
+
+def test_a_pattern_nested_too_deep_to_compile_is_refused_in_one_error():
+    """The regex module raises RecursionError on a thousand nested groups, which no one caught."""
+    from bpecli.errors import BpecliError
+    from bpecli.pretokenize import resolve_pattern
+
+    with pytest.raises(BpecliError, match=r"^invalid regex '\(\(\(.{50,}' \(bpecli.json\): ") as raised:
+        resolve_pattern("(" * 1000 + "a" + ")" * 1000 + r"|[\s\S]", source="bpecli.json")
+    assert len(str(raised.value)) < 300

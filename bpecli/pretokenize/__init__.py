@@ -11,6 +11,7 @@ from .patterns import safe_blocks as safe_blocks
 from .patterns import special_byte_splitter as special_byte_splitter
 from .patterns import special_splitter as special_splitter
 from .patterns import split_documents as split_documents
+from .patterns import splitter as splitter
 from .patterns import uncovered_error as uncovered_error
 
 
