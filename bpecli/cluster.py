@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .errors import BpecliError
+from .folders import Unreadable, parse_json, read_regular
 from .executor import keep_freed_memory
 
 try:
@@ -109,7 +110,6 @@ def _address_in(path: str) -> str:
     """The address in a scheduler file, read here rather than by Dask: Dask waits a minute on a
     file without one and then raises its own traceback. A file that is no JSON yet (a scheduler
     starting, writing it) gets a few tries."""
-    import json
     import time
 
     problem = ""
@@ -117,16 +117,15 @@ def _address_in(path: str) -> str:
         if attempt:
             time.sleep(0.1)
         try:
-            with open(path, "rb") as f:
-                data = f.read(_SCHEDULER_FILE_BYTES + 1)
+            data, _ = read_regular(path, _SCHEDULER_FILE_BYTES)
         except OSError as e:
             raise BpecliError(f"--scheduler {path}: cannot read it ({e.strerror or e})") from None
-        if len(data) > _SCHEDULER_FILE_BYTES:
-            problem = f"it holds over {_SCHEDULER_FILE_BYTES:,} bytes"
+        except Unreadable as e:
+            problem = f"it {e}"
             break
         try:
-            document = json.loads(data)
-        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested too deep
+            document = parse_json(data)
+        except Unreadable:  # not JSON yet, not UTF-8, or nested too deep
             problem = "it is not JSON"
             continue
         address = document.get("address") if isinstance(document, dict) else None

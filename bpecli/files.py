@@ -10,9 +10,7 @@ import json
 import os
 import re
 import stat
-import sys
 import zlib
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache, cached_property
 from itertools import accumulate, compress, islice, repeat
@@ -26,7 +24,6 @@ from .normalize import check as check_normalize, from_hugging_face, to_hugging_f
 from .pretokenize import PATTERNS, resolve_pattern
 from .tokenizer import MAX_ID, Tokenizer, check_special_tokens
 
-FORMAT_VERSION = 1
 
 # The special tokens of tiktoken's encodings, known by the number of ordinary tokens they have.
 SPECIAL_PRESETS = {
@@ -100,50 +97,6 @@ def strs_to_tokens(texts: list[str]) -> list[bytes | None]:
 # Writing
 
 
-# The lock file of a folder bpecli is writing (tokenizer files or shards).
-LOCK = ".bpecli-lock"
-
-# The lock files this process holds open. A flock belongs to the open file, which a forked child
-# (a worker) shares: the child closes its copy at once, so that the lock ends with the run and
-# never lives on in a worker that outlives it.
-_held_locks: set = set()
-
-
-def _drop_held_locks() -> None:
-    for handle in _held_locks:
-        handle.close()
-    _held_locks.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_drop_held_locks)
-
-
-@contextmanager
-def locked(out: Path):
-    """Hold an exclusive lock on a folder while writing into it: two runs writing the same files
-    would interleave them."""
-    try:
-        import fcntl
-    except ImportError:  # no flock (Windows): run unguarded
-        yield
-        return
-    try:
-        handle = open(out / LOCK, "a")
-    except OSError as e:
-        raise OutputError(f"cannot write into {out} ({e.strerror or e}); choose an --out you can write to") from None
-    with handle:
-        _held_locks.add(handle)
-        try:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                raise OutputError(f"another bpecli is writing {out}; wait for it to finish, or choose another --out") from None
-            yield
-        finally:
-            _held_locks.discard(handle)
-
-
 # The files `save` writes: the only ones it ever replaces or removes in a folder.
 TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                    "tokenizer.tiktoken", "bpecli.json")
@@ -152,7 +105,7 @@ TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_conf
 def _own(name: str) -> bool:
     """Whether a name in a tokenizer folder is one bpecli writes (LOCK: older bpecli locked
     tokenizer folders by a file)."""
-    return name in TOKENIZER_FILES or name == LOCK
+    return name in TOKENIZER_FILES or name == folders.LEGACY_LOCK
 
 
 def save(tokenizer: Tokenizer, out_dir: str | Path, *, force: bool = False) -> Path:
@@ -233,7 +186,7 @@ def _check_own_files(out_dir: Path, force: bool) -> None:
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise OutputError(f"{out_dir} holds files bpecli did not write ({shown}); choose a new or empty folder for --out")
-    if set(present) - {LOCK} and not force:
+    if set(present) - {folders.LEGACY_LOCK} and not force:
         raise OutputError(f"{out_dir} holds a tokenizer already; use --force to replace its files")
 
 
@@ -534,7 +487,7 @@ def write_bpecli_json(tokenizer: Tokenizer, path: Path, *, files: dict[str, dict
     """bpecli.json: the pattern, special tokens and normalization the ranks file does not hold, and
     (files) the size and CRC-32 of each file written with it."""
     document = {
-        "format_version": FORMAT_VERSION,
+        "format_version": folders.FORMAT_VERSION,
         "pattern": tokenizer.pattern,
         "special_tokens": tokenizer.special_tokens,
         **({"normalize": list(tokenizer.normalize)} if tokenizer.normalize else {}),
@@ -667,21 +620,10 @@ def _text(data: bytes, path: Path) -> str:
 
 def _read_json(generation: folders.Generation, name: str) -> dict:
     path = generation.path / name
-    text = _text(generation.read(name), path)
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise TokenizerFileError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
-    except RecursionError:
-        raise TokenizerFileError(f"{path}: nested too deeply to be a tokenizer file (arrays or objects "
-                                 f"more than {sys.getrecursionlimit():,} levels deep)") from None
-    except ValueError:  # an integer of more digits than Python converts (4,300)
-        digits = max(re.finditer(r"[0-9]+", text), key=lambda found: found.end() - found.start(), default=None)
-        if digits is None:
-            raise TokenizerFileError(f"{path}: not valid JSON") from None
-        line = text.count("\n", 0, digits.start()) + 1
-        raise TokenizerFileError(f"{path}:{line}: a number of {digits.end() - digits.start():,} digits; "
-                                 "no tokenizer file holds one") from None
+        document = folders.parse_json(generation.read(name))
+    except folders.Unreadable as e:
+        raise TokenizerFileError(f"{path}{'' if e.line is None else f':{e.line}'}: {e}") from None
     if not isinstance(document, dict):
         raise TokenizerFileError(f"{path}: not a tokenizer file (expected a JSON object, found {_kind(document)})")
     return document
@@ -706,9 +648,9 @@ def _load_bpecli(generation: folders.Generation, name: str, document: dict, patt
                  specials: dict | None) -> Tokenizer:
     path = generation.path / name
     version = document.get("format_version")
-    if type(version) is not int or version != FORMAT_VERSION:
+    if type(version) is not int or version != folders.FORMAT_VERSION:
         raise TokenizerFileError(
-            f"{path}: format_version {json.dumps(version)[:20]} is not {FORMAT_VERSION}, the one this bpecli reads; "
+            f"{path}: format_version {json.dumps(version)[:20]} is not {folders.FORMAT_VERSION}, the one this bpecli reads; "
             "retrain it, or use a bpecli of that version"
         )
     ranks_file = document.get("ranks_file", "tokenizer.tiktoken")

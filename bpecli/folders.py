@@ -1,20 +1,29 @@
-"""A folder of files replaced as a whole: a new generation is built beside the old one and the two
-are exchanged in one step, so that a reader sees the old files or the new ones, never a mix, and a
-process killed at any moment leaves one whole generation in place."""
+"""The folders and files bpecli writes and reads back: a folder replaced as a whole (a new
+generation built beside the old one and exchanged with it in one step, so that a reader sees the
+old files or the new ones, never a mix, and a process killed at any moment leaves one whole
+generation in place), the lock of a folder being written, files written whole or not at all, and
+state files read as data from outside (bounded, regular files, JSON checked)."""
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import OutputError, TokenizerFileError
 
+# The version of the files bpecli writes to describe what it wrote (bpecli.json, manifest.json).
+FORMAT_VERSION = 1
 # The suffix of every folder bpecli builds before renaming it into place.
 TEMPORARY = ".bpecli-tmp"
+# The lock file older bpecli left in the folders it wrote (a folder is locked by its descriptor now).
+LEGACY_LOCK = ".bpecli-lock"
 
 
 def building_names(prefix: str) -> re.Pattern:
@@ -55,6 +64,38 @@ def lock(folder: Path) -> int:
             raise OutputError(f"another bpecli is writing {folder}; wait for it to finish, or choose another --out") from None
         # a filesystem without flock (some network ones): unguarded, as on Windows
     return fd
+
+
+# The folder locks this process holds. A flock belongs to the open file, which a forked child (a
+# worker) shares: the child closes its copies at once, so that a lock ends with the run that took
+# it and never lives on in a worker.
+_held: set[int] = set()
+
+
+def _drop_held() -> None:
+    for fd in _held:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _held.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_held)
+
+
+@contextmanager
+def locked(folder: Path):
+    """Hold the lock of a folder (see lock) while writing into it: two runs writing the same files
+    would interleave them."""
+    fd = lock(folder)
+    _held.add(fd)
+    try:
+        yield
+    finally:
+        _held.discard(fd)
+        os.close(fd)
 
 
 def exchange(a: Path, b: Path) -> bool:
@@ -206,7 +247,7 @@ class Generation:
         refused without waiting on it."""
         shown = self.path / name
         try:
-            fd = os.open(self._at(name), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0), dir_fd=self.fd)
+            data, found = read_regular(self._at(name), MAX_FILE_BYTES, dir_fd=self.fd)
         except FileNotFoundError:
             if self._replaced():
                 raise TokenizerFileError(f"{self.path} was replaced while bpecli read it; run again") from None
@@ -215,22 +256,8 @@ class Generation:
             raise TokenizerFileError(f"{shown}: no such file") from None
         except OSError as e:
             raise TokenizerFileError(f"{shown}: cannot read ({why(e)})") from None
-        found = os.fstat(fd)
-        if not stat.S_ISREG(found.st_mode):
-            os.close(fd)
-            kind = _KINDS.get(stat.S_IFMT(found.st_mode), "not a regular file")
-            raise TokenizerFileError(f"{shown}: is {kind}, not a tokenizer file")
-        with open(fd, "rb") as file:
-            if found.st_size > MAX_FILE_BYTES:
-                raise TokenizerFileError(f"{shown}: {found.st_size:,} bytes, more than the {MAX_FILE_BYTES >> 20} MiB "
-                                         "of the largest tokenizer file bpecli reads")
-            try:
-                data = file.read(MAX_FILE_BYTES + 1)
-            except OSError as e:
-                raise TokenizerFileError(f"{shown}: cannot read ({why(e)})") from None
-        if len(data) > MAX_FILE_BYTES:  # it grew while it was read
-            raise TokenizerFileError(f"{shown}: more than the {MAX_FILE_BYTES >> 20} MiB of the largest tokenizer "
-                                     "file bpecli reads")
+        except Unreadable as e:
+            raise TokenizerFileError(f"{shown}: {e}") from None
         self.read_files[name] = identity(found)
         return data
 
@@ -266,3 +293,99 @@ def why(error: OSError) -> str:
     if error.errno == errno.ELOOP:
         return "a loop of symbolic links"
     return error.strerror or str(error)
+
+
+# ---------------------------------------------------------------------------------------------
+# Files written whole or not at all, and read back as data from outside
+
+def write_file(data: bytes, path: Path) -> None:
+    """data in a new file at path, flushed to disk; removed again if that fails."""
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+
+
+def write_atomically(data: bytes, path: Path) -> None:
+    """data under path, whole or not at all: written to path's name + ".partial" and renamed; the
+    temporary file never stays behind."""
+    temporary = path.with_name(path.name + ".partial")
+    try:
+        write_file(data, temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomically(document: dict, path: Path) -> None:
+    write_atomically((json.dumps(document, indent=1) + "\n").encode("utf-8"), path)
+
+
+def file_sha256(path: Path) -> str:
+    import hashlib  # (imported when used: a one-line encode never hashes)
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class Unreadable(ValueError):
+    """A file that is not what bpecli reads: the message says what it is instead (a link, a FIFO,
+    too large, not JSON...); `line` says where, when it is known."""
+
+    def __init__(self, what: str, line: int | None = None):
+        super().__init__(what)
+        self.line = line
+
+
+def read_regular(path: Path | str, limit: int, *, follow_links: bool = True,
+                 dir_fd: int | None = None) -> tuple[bytes, os.stat_result]:
+    """The bytes of a regular file of at most limit bytes, and what fstat said of it. A FIFO or a device is refused without
+    waiting on it, and so is a link where follow_links is False (a state file bpecli wrote is
+    never one: a link could lead out of its folder). Unreadable says what it is; OSError what the
+    system said."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fd = os.open(path, flags, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP and not follow_links:
+            raise Unreadable("a link, which bpecli never writes") from None
+        raise
+    found = os.fstat(fd)
+    if not stat.S_ISREG(found.st_mode):  # (before open(): it refuses a folder's descriptor)
+        os.close(fd)
+        raise Unreadable(f"is {_KINDS.get(stat.S_IFMT(found.st_mode), 'no regular file')}, not a file bpecli reads")
+    with open(fd, "rb") as file:
+        if found.st_size > limit:
+            raise Unreadable(f"is {found.st_size:,} bytes, more than the {limit >> 20:,} MiB of the largest such file bpecli reads")
+        data = file.read(limit + 1)
+    if len(data) > limit:  # it grew while it was read
+        raise Unreadable(f"is more than the {limit >> 20:,} MiB of the largest such file bpecli reads")
+    return data, found
+
+
+def parse_json(data: bytes):
+    """The JSON value in data (UTF-8, a byte-order mark left out); Unreadable says what is wrong
+    and on which line: not UTF-8, not JSON, nested too deeply, a number of thousands of digits."""
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        raise Unreadable(f"not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start:,})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise Unreadable(f"not valid JSON ({e.msg})", e.lineno) from None
+    except RecursionError:
+        raise Unreadable(f"nested too deeply (arrays or objects more than {sys.getrecursionlimit():,} levels deep)") from None
+    except ValueError:  # an integer of more digits than Python converts (4,300)
+        digits = max(re.finditer(r"[0-9]+", text), key=lambda found: found.end() - found.start(), default=None)
+        if digits is None:
+            raise Unreadable("not valid JSON") from None
+        raise Unreadable(f"a number of {digits.end() - digits.start():,} digits", text.count("\n", 0, digits.start()) + 1) from None

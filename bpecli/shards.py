@@ -12,7 +12,6 @@ and carries on from there.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import io
 import json
@@ -33,11 +32,11 @@ from .corpus import (Part, check_apart, document_parts, input_bytes, input_pairs
                      read_document_bytes, read_documents, shown)
 from .errors import BpecliError, InputError, OutputError
 from .executor import map_in_order, progress_bar
-from .files import LOCK, locked
+from . import folders
+from .folders import file_sha256, locked, write_file, write_json_atomically
 from .pretokenize import special_byte_splitter, special_splitter
 from .tokenizer import Tokenizer
 
-FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 JOURNAL = ".bpecli-progress.json"
 DEFAULT_EOT = "<|endoftext|>"
@@ -311,8 +310,8 @@ def _unmade_on_failure(out: Path, made: Path | None):
         yield
     except BaseException:
         try:
-            if made is not None and set(os.listdir(out)) <= {LOCK}:
-                (out / LOCK).unlink(missing_ok=True)
+            if made is not None and set(os.listdir(out)) <= {folders.LEGACY_LOCK}:
+                (out / folders.LEGACY_LOCK).unlink(missing_ok=True)
                 for folder in [out, *out.parents]:
                     folder.rmdir()
                     if folder == made:
@@ -344,7 +343,7 @@ def _settings(tokenizer, inputs, shard_tokens, eot, text_column, dtype, shard_fo
     identities = [_input_identity(path, label) for path, label in inputs]
     return {
         **({"shard_format": shard_format} if shard_format != "npy" else {}),
-        "format_version": FORMAT_VERSION,
+        "format_version": folders.FORMAT_VERSION,
         "tokenizer": {
             "files": [Path(name).name for name in tokenizer.files],
             "fingerprint": tokenizer.fingerprint,
@@ -494,10 +493,8 @@ def _read_json(path: Path, garbled: str = "use --force to rebuild") -> dict:
         document = _load_state(path)
     except OSError as e:
         raise OutputError(f"{path}: unreadable ({e.strerror or e}); {garbled}") from None
-    except ValueError as e:
-        what = f"not valid JSON ({e})" if isinstance(e, json.JSONDecodeError) else "not UTF-8 text" \
-            if isinstance(e, UnicodeDecodeError) else str(e)
-        raise OutputError(f"{path}: {what}; {garbled}") from None
+    except folders.Unreadable as e:
+        raise OutputError(f"{path}{'' if e.line is None else f':{e.line}'}: {e}; {garbled}") from None
     if not isinstance(document, dict):
         raise OutputError(f"{path}: not a bpecli file; {garbled}")
     return document
@@ -511,23 +508,9 @@ STATE_LIMIT = 1 << 30
 def _load_state(path: Path):
     """The JSON value in a manifest or journal. It must be a file of its own, of at most
     STATE_LIMIT bytes: a link, a FIFO or a device such as /dev/zero could lead out of the folder,
-    or be read forever. ValueError says what is wrong with it."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise ValueError("a link, which bpecli never writes") from None
-        raise
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise ValueError("not a file of its own (a FIFO, a device or a folder)")
-        data = f.read(STATE_LIMIT + 1)
-    if len(data) > STATE_LIMIT:
-        raise ValueError(f"larger than any bpecli writes ({STATE_LIMIT:,} bytes)")
-    try:
-        return json.loads(data.decode("utf-8"))
-    except RecursionError:
-        raise ValueError("nested too deeply to be bpecli's") from None
+    or be read forever. ValueError (folders.Unreadable) says what is wrong with it."""
+    data, _ = folders.read_regular(path, STATE_LIMIT, follow_links=False)
+    return folders.parse_json(data)
 
 
 REBUILD = "encode again with --force to rebuild the folder"
@@ -622,8 +605,8 @@ def read_manifest(path: Path, garbled: str = "use --force to rebuild") -> dict:
     its shards (see _checked_shards) and its totals; garbled says what to do when it is no
     JSON object."""
     manifest = _read_json(path, garbled)
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise OutputError(f"{path}: format_version {manifest.get('format_version')} is not {FORMAT_VERSION}; "
+    if manifest.get("format_version") != folders.FORMAT_VERSION:
+        raise OutputError(f"{path}: format_version {manifest.get('format_version')} is not {folders.FORMAT_VERSION}; "
                           "use the bpecli that wrote it, or encode again with --force")
     checks = {
         "total_tokens": _is_count, "total_documents": _is_count, "text_column": lambda v: isinstance(v, str),
@@ -660,41 +643,6 @@ def _is_fraction(value) -> bool:
 def _is_token(value) -> bool:
     """None, or an eot or bos as the manifest records it: {"id": 50256, "token": "<|endoftext|>"}."""
     return value is None or (isinstance(value, dict) and _is_count(value.get("id")))
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _write_json_atomically(document: dict, path: Path) -> None:
-    _write_atomically((json.dumps(document, indent=1) + "\n").encode("utf-8"), path, path.with_name(path.name + ".partial"))
-
-
-def _write_atomically(data: bytes, path: Path, temporary: Path) -> None:
-    """data under path, whole or not at all: written to temporary and renamed; the temporary
-    file never stays behind."""
-    try:
-        _write_file(data, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
-def _write_file(data: bytes, path: Path) -> None:
-    """data in a new file at path, flushed to disk; removed again if that fails."""
-    try:
-        with open(path, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
 
 
 def _split_of(file: str) -> str:
@@ -875,7 +823,7 @@ class _ShardWriter:
         }
         if len(self.splits) > 1:
             manifest["splits"] = _split_totals(shards, self.splits)
-        self._guarded(_write_json_atomically, manifest, self.out / MANIFEST)
+        self._guarded(write_json_atomically, manifest, self.out / MANIFEST)
         self.journaled = len(self.shards)
         try:
             (self.out / JOURNAL).unlink(missing_ok=True)
@@ -925,7 +873,7 @@ class _ShardWriter:
         name = shard_name(len(stream.shards), self.format, stream.split)
         buffer = io.BytesIO()
         np.save(buffer, np.concatenate(stream.starts).astype("<i8"))
-        self._guarded(_write_file, buffer.getvalue(), index_temporary)
+        self._guarded(write_file, buffer.getvalue(), index_temporary)
         shard = {"file": name, "tokens": stream.count, "documents": stream.documents, "sha256": digest or file_sha256(temporary),
                  "index": index_name(name), "index_sha256": hashlib.sha256(buffer.getvalue()).hexdigest(),
                  "next_part": next_part, "skip": skip}
@@ -944,7 +892,7 @@ class _ShardWriter:
 
     def _write_journal(self, shards: list[dict]) -> None:
         digests = [digest for _, digest in self.parts] or self.recorded
-        _write_json_atomically({"settings": self.settings, "shards": shards, "parts": digests,
+        write_json_atomically({"settings": self.settings, "shards": shards, "parts": digests,
                                 "written": self.part_written[: len(digests)]}, self.out / JOURNAL)
         self.journaled, self.journaled_at = len(shards), time.monotonic()
 

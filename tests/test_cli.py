@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bpecli.cli import app
-from bpecli.files import LOCK, TOKENIZER_FILES
+from bpecli.files import TOKENIZER_FILES
 
 runner = CliRunner()
 
@@ -635,7 +635,7 @@ def test_inspect_of_a_garbled_manifest_says_what_an_inspect_user_can_do(gpt2_voc
     (out / "manifest.json").write_text('{"format_version": 1, "shards": [')
     for command in (["inspect", out], ["inspect", out, "--verify"]):
         line = one_line_error(run(*command))
-        assert line.startswith(f"bpecli: error: {out / 'manifest.json'}: not valid JSON (")
+        assert line.startswith(f"bpecli: error: {out / 'manifest.json'}:1: not valid JSON (")
         assert line.endswith("inspect shows only folders bpecli encode finished: encode the corpus again into a new --out folder")
 
 
@@ -723,7 +723,7 @@ def test_encode_out_for_nanogpt_with_a_validation_split_and_bos(gpt2_vocab, tmp_
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["splits"]["val"]["documents"] + summary["splits"]["train"]["documents"] == 300
-    assert sorted(p.name for p in out.iterdir() if p.name != LOCK) == [
+    assert sorted(p.name for p in out.iterdir()) == [
         "manifest.json", "train.bin", "train.idx", "val.bin", "val.idx"]
     decoded = run("decode", "-t", gpt2_vocab, out / "val.bin")
     assert decoded.exit_code == 0 and decoded.stdout.startswith("<|endoftext|>document ")

@@ -10,7 +10,7 @@ import pytest
 
 from bpecli.errors import BpecliError, InputError
 from bpecli.executor import available_cpus, map_in_order
-from bpecli.files import LOCK, locked
+from bpecli.folders import locked
 
 def _setup(offset):
     return offset
@@ -195,9 +195,9 @@ def test_workers_started_before_a_fork_fails_are_ended(monkeypatch):
     assert started[0].exitcode is not None
 
 
-def _lock_descriptors(_, item):
+def _lock_descriptors(folder, item):
     fds = os.listdir("/proc/self/fd")
-    return [target for fd in fds if (target := _target(fd)).endswith(LOCK)]
+    return [fd for fd in fds if _target(fd) == str(folder)]
 
 
 def _target(fd: str) -> str:
@@ -212,8 +212,8 @@ def test_workers_hold_no_descriptor_of_the_lock(tmp_path):
     if available_cpus() < 2:
         pytest.skip("one CPU: the work runs in this process")
     with locked(tmp_path):
-        assert _lock_descriptors(None, 0)  # this process holds it
-        assert list(map_in_order(_lock_descriptors, range(4), workers=2, setup=_setup, args=(0,))) == [[]] * 4
+        assert _lock_descriptors(tmp_path, 0)  # this process holds it
+        assert list(map_in_order(_lock_descriptors, range(4), workers=2, setup=str, args=(tmp_path,))) == [[]] * 4
 
 
 def _children(pid: int) -> set[int]:
@@ -251,13 +251,14 @@ def _wait_for(condition, seconds: float, what: str) -> None:
 def _lock_is_free(folder) -> bool:
     import fcntl
 
-    with open(folder / ".bpecli-lock", "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return False
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return True
+    handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(handle)
+    return True
 
 
 def _bpecli(*args, **popen):

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from bpecli import BpecliError, Tokenizer, train
-from bpecli.files import LOCK, TOKENIZER_FILES
+from bpecli.files import TOKENIZER_FILES
+from bpecli.folders import LEGACY_LOCK
 
 SAMPLE = "Hello world! It's 2026; naïve café, 日本語, emoji 🎉.\n\n  indented\tline<|endoftext|>next doc"
 
@@ -321,7 +322,7 @@ def test_a_second_save_into_a_folder_being_replaced_is_refused(trained, tmp_path
         os.close(held)
     assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-    (tmp_path / "out" / LOCK).write_text("")  # the lock file of an older bpecli is its own too
+    (tmp_path / "out" / LEGACY_LOCK).write_text("")  # the lock file of an older bpecli is its own too
     tok.save(tmp_path / "out", force=True)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(TOKENIZER_FILES)
     with pytest.raises(BpecliError, match="holds a tokenizer already"):
@@ -391,7 +392,7 @@ def test_a_ranks_file_is_bounded_in_size(trained, tmp_path):
     folder = _folder_with(trained, tmp_path, ranks_file="big.tiktoken")
     with open(folder / "big.tiktoken", "wb") as f:
         f.truncate(MAX_FILE_BYTES + 1)  # sparse: nothing is written
-    assert "big.tiktoken: 268,435,457 bytes, more than the 256 MiB" in _cli_error(folder)
+    assert "big.tiktoken: is 268,435,457 bytes, more than the 256 MiB" in _cli_error(folder)
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -414,7 +415,7 @@ def _nested(depth: int) -> str:
 
 
 @pytest.mark.parametrize("name, content, message", [
-    ("tokenizer.json", _nested(100_000), r"tokenizer.json: nested too deeply to be a tokenizer file"),
+    ("tokenizer.json", _nested(100_000), r"tokenizer.json: nested too deeply"),
     ("vocab.json", "[" * 100_000, r"vocab.json: nested too deeply"),
     ("tokenizer.json", '{"model": {"vocab": {"a": ' + "9" * 5000 + "}}}", r"tokenizer.json:1: a number of 5,000 digits"),
     ("vocab.json", '{\n"a": 0,\n"b": -' + "1" * 5000 + "}", r"vocab.json:3: a number of 5,000 digits"),
@@ -456,12 +457,12 @@ def _special(tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind, message", [
-    ("/dev/zero", "/dev/zero: is a device, not a tokenizer file"),
-    ("fifo", "tokenizer.json: is a FIFO, not a tokenizer file"),
+    ("/dev/zero", "/dev/zero: is a device, not a file bpecli reads"),
+    ("fifo", "tokenizer.json: is a FIFO, not a file bpecli reads"),
     ("loop", "a: cannot read .a loop of symbolic links."),
     ("folder of nothing", "no tokenizer here"),
-    ("bpecli.json a folder", "bpecli.json: is a folder, not a tokenizer file"),
-    ("huge", r"tokenizer.json: 268,435,457 bytes, more than the 256 MiB of the largest tokenizer file bpecli reads"),
+    ("bpecli.json a folder", "bpecli.json: is a folder, not a file bpecli reads"),
+    ("huge", r"tokenizer.json: is 268,435,457 bytes, more than the 256 MiB of the largest such file bpecli reads"),
 ])
 def test_what_is_no_tokenizer_file_is_named_without_waiting_or_reading_it_all(tmp_path, kind, message):
     assert re.search(message, _cli_error(_special(tmp_path, kind)))
@@ -471,7 +472,7 @@ def test_what_is_no_tokenizer_file_is_named_without_waiting_or_reading_it_all(tm
     ("3", "not a tokenizer file .expected a JSON object, found a number."),
     ("null", "found null"),
     ('"vocab"', "found text"),
-    ("\ufeff\xff{}", "cannot read .not UTF-8: byte 0xff at offset 3."),
+    ("\ufeff\xff{}", "not UTF-8 .byte 0xff at offset 3."),
 ])
 def test_json_that_is_not_an_object_is_named(tmp_path, content, message):
     (tmp_path / "tokenizer.json").write_bytes(content.encode("utf-8", "surrogateescape").replace(b"\xc3\xbf", b"\xff"))
