@@ -121,10 +121,9 @@ def _flatten(id_lists: list[list[int]]):
 
 def _split(tok: Tokenizer, text: str) -> list[str]:
     """The documents of a text input, as encode --out cuts them."""
-    from .pretokenize import special_splitter, split_documents
-    from .shards import document_separators
+    from .pretokenize import document_separators, special_splitter, split_documents
 
-    return split_documents(text, special_splitter(document_separators(tok)))
+    return split_documents(text, special_splitter(document_separators(tok.special_tokens)))
 
 
 def _compare(ours: tuple, theirs: tuple) -> tuple[bool, dict | None]:

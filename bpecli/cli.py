@@ -646,10 +646,11 @@ def _write_ids_line(tok, texts, format: Format, allow_special: bool, name: str, 
 def _encode_to_shards(tok, inputs, out, shard_tokens, workers, scheduler, eot, bos, val_fraction, text_column, dtype,
                       errors, force, quiet, as_json, shard_format) -> None:
     from .corpus import streams_spooled
-    from .shards import document_separators, resolve_eot, resolve_token, write_shards
+    from .pretokenize import document_separators
+    from .shards import resolve_eot, resolve_token, write_shards
 
     eot_id, bos_id = resolve_eot(tok, eot), resolve_token(tok, bos, "--bos")
-    with streams_spooled(inputs, separators=document_separators(tok), errors=errors.value) as pairs:
+    with streams_spooled(inputs, separators=document_separators(tok.special_tokens), errors=errors.value) as pairs:
         run = write_shards(
             tok, pairs, out, shard_tokens=shard_tokens, workers=workers, scheduler=scheduler, eot=eot_id, text_column=text_column,
             dtype=dtype.value, errors=errors.value, force=force, shard_format=shard_format.value, bos=bos_id,

@@ -8,7 +8,6 @@ end of each piece. That keeps a worker's result a few arrays however many distin
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -19,6 +18,7 @@ from .executor import map_in_order
 from .normalize import normalizer
 from .bulk.packing import LENGTH_SHIFT, PACKED_ROW_BYTES, distinct_packed, document_batches, pack_pieces, piece_hash
 from .arrays import with_room
+from .perthread import PerThread
 from .bulk.tables import PieceTable
 from .pretokenize import safe_blocks, special_byte_splitter, special_splitter, splitter, uncovered_error, vectorised_splitter
 
@@ -162,20 +162,18 @@ class _Counter:
     text_column: str
     errors: str
     normalized: Callable[[str], str] | None  # the text as the tokenizer will split it (see normalize.py)
-    threads: threading.local = field(default_factory=threading.local)  # each thread's Numbered
+    # each thread's pieces counted so far (a worker's threads on Dask share one _Counter), made
+    # afresh once it grows past its limit
+    threads: PerThread[Numbered] = field(default_factory=lambda: PerThread(Numbered, lambda n: n.size > Numbered.LIMIT))
 
     @property
     def numbered(self) -> Numbered:
-        """This thread's pieces counted so far: a worker's threads (on Dask) share one _Counter."""
-        threads = self.threads
-        if not hasattr(threads, "numbered") or threads.numbered.size > Numbered.LIMIT:
-            threads.numbered = Numbered()
-        return threads.numbered
+        return self.threads.get()
 
 
-def _setup(pattern: str, special_tokens: list[str], text_column: str, errors: str, steps: tuple[str, ...]) -> _Counter:
-    return _Counter(pattern, vectorised_splitter(pattern), special_splitter(special_tokens),
-                    special_byte_splitter(special_tokens), text_column, errors, normalizer(steps) if steps else None)
+def _setup(pattern: str, separators: list[str], text_column: str, errors: str, steps: tuple[str, ...]) -> _Counter:
+    return _Counter(pattern, vectorised_splitter(pattern), special_splitter(separators),
+                    special_byte_splitter(separators), text_column, errors, normalizer(steps) if steps else None)
 
 
 def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
@@ -228,7 +226,7 @@ def count_pretokens(
     parts: Iterable[Part],
     *,
     pattern: str,
-    special_tokens: list[str],
+    separators: list[str],
     text_column: str = "text",
     workers: int = 1,
     scheduler: str | None = None,
@@ -237,12 +235,13 @@ def count_pretokens(
     progress=None,
 ) -> PieceCounts:
     """Pre-token frequencies over the documents of all parts, counted by `workers` processes
-    (or a Dask cluster's, given its scheduler).
+    (or a Dask cluster's, given its scheduler); separators end documents in text
+    (pretokenize.document_separators).
 
     Example: one part "low low<|endoftext|>lower" -> {b"low": 1, b" low": 1, b"lower": 1} (to_dict)
     """
     total = Total()
-    args = (pattern, special_tokens, text_column, errors, tuple(normalize))
+    args = (pattern, separators, text_column, errors, tuple(normalize))
     for counts, weight in map_in_order(_count_part, parts, workers=workers, setup=_setup, args=args, scheduler=scheduler):
         total.add(counts)
         if progress is not None:

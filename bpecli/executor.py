@@ -11,7 +11,6 @@ import ctypes
 import os
 import signal
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from .errors import BpecliError
@@ -36,22 +35,6 @@ def keep_freed_memory() -> None:
         return
     mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: blocks up to 32 MB (its most) come from the heap...
     mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: ...and up to 1 GB of it stays when freed
-
-
-@contextmanager
-def progress_bar(progress: Callable | None, description: str, total: int, unit: str):
-    """A bar from the factory a caller gave, progress(description, total, unit) -> an object with
-    update(n), set_postfix_str(text) and close() (and abandon(), if it should stay quiet when the
-    work fails); None gives no bar."""
-    bar = progress(description, total, unit) if progress else None
-    try:
-        yield bar
-    except BaseException:  # the error says what happened: a bar that can be left unsaid is
-        if bar is not None:
-            getattr(bar, "abandon", bar.close)()
-        raise
-    if bar is not None:
-        bar.close()
 
 
 def map_in_order(function: Callable, items: Iterable, *, workers: int, setup: Callable, args: tuple,

@@ -21,7 +21,7 @@ from typing import cast
 from . import folders
 from .errors import BpecliError, OutputError, TokenizerFileError
 from .normalize import check as check_normalize, from_hugging_face, to_hugging_face
-from .pretokenize import PATTERNS, resolve_pattern
+from .pretokenize import PATTERNS, end_of_document, resolve_pattern
 from .tokenizer import MAX_ID, Tokenizer, check_special_tokens
 
 
@@ -445,19 +445,11 @@ def write_tokenizer_json(tokenizer: Tokenizer, path: Path, listing: _Listing | N
     path.write_text(text + "\n", encoding="utf-8")
 
 
-def document_separator(tokenizer: Tokenizer) -> str | None:
-    """The special token that ends documents: <|endoftext|> if the tokenizer has it, else its
-    first special token."""
-    if "<|endoftext|>" in tokenizer.special_tokens:
-        return "<|endoftext|>"
-    return min(tokenizer.special_tokens, key=tokenizer.special_tokens.__getitem__, default=None)
-
-
 def write_transformers_config(tokenizer: Tokenizer, folder: Path) -> None:
     """tokenizer_config.json and special_tokens_map.json, so that transformers'
     AutoTokenizer.from_pretrained(folder) loads tokenizer.json as it is (nothing added to the ids,
     nothing "cleaned up" when decoding) and knows the document separator as its eos token."""
-    eos = document_separator(tokenizer)
+    eos = end_of_document(tokenizer.special_tokens)
     specials = {"eos_token": eos} if eos else {}
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",

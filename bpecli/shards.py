@@ -31,15 +31,15 @@ import numpy as np
 from .corpus import (Part, check_apart, document_parts, input_bytes, input_pairs, input_stat, is_uri, parse_id,
                      read_document_bytes, read_documents, shown)
 from .errors import BpecliError, InputError, OutputError
-from .executor import map_in_order, progress_bar
+from .executor import map_in_order
+from .progress import progress_bar
 from . import folders
 from .folders import file_sha256, locked, write_file, write_json_atomically
-from .pretokenize import special_byte_splitter, special_splitter
+from .pretokenize import DEFAULT_EOT, document_separators, special_byte_splitter, special_splitter
 from .tokenizer import Tokenizer
 
 MANIFEST = "manifest.json"
 JOURNAL = ".bpecli-progress.json"
-DEFAULT_EOT = "<|endoftext|>"
 
 
 # Shard files: standard .npy, or llm.c's .bin (a header of 256 int32: magic, version, token count;
@@ -192,12 +192,6 @@ def resolve_token(tokenizer: Tokenizer, token: str | None, option: str = "--bos"
     raise BpecliError(f"{option} {shown(token)} is neither a special token of this tokenizer ({known}) nor an id in it")
 
 
-def document_separators(tokenizer: Tokenizer) -> list[str]:
-    """What ends a document in a text input: any special token of the tokenizer, and
-    <|endoftext|> even when the tokenizer does not register it."""
-    return sorted(set(tokenizer.special_tokens) | {DEFAULT_EOT})
-
-
 def resolve_dtype(tokenizer: Tokenizer, dtype: str = "auto") -> str:
     """uint16 when every id fits, else uint32; a dtype asked for must hold every id."""
     top = max(tokenizer.decoder)
@@ -238,7 +232,7 @@ def write_shards(
     and followed by eot (either may be None). With val_fraction, about that fraction of the
     documents goes to val_* shards and the rest to train_* (see in_validation). The result depends only on the inputs, the tokenizer and these options, never on workers
     nor on where they run (a Dask cluster's, given its scheduler: see executor.map_in_order).
-    progress, if given, makes the bar: progress("encoding", total bytes, "B") (see executor.progress_bar).
+    progress, if given, makes the bar: progress("encoding", total bytes, "B") (see progress.progress_bar).
     """
     if shard_tokens < 1:
         raise BpecliError("--shard-tokens must be at least 1")
@@ -263,7 +257,7 @@ def write_shards(
         if isinstance(found, dict):
             return ShardRun(out, found, "complete")
         kept = found
-        separators = document_separators(tokenizer)
+        separators = document_separators(tokenizer.special_tokens)
         parts = document_parts(pairs, separators=separators, text_column=text_column)
         setup_args = (tokenizer, eot, bos, val_fraction, settings["dtype"], separators, text_column, errors)
         tokenizer.prepare_bulk()

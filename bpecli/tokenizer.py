@@ -4,7 +4,6 @@ through the bulk engine (bulk/), which the Tokenizer holds as a handle."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Collection, Iterable, Set as AbstractSet
 from dataclasses import dataclass, field, fields
 from functools import cached_property, partial
@@ -17,6 +16,7 @@ import regex
 from .bpe import NUMPY_PIECE, merge_parts, piece_ids
 from .errors import BpecliError, DisallowedSpecialError, UnknownIdError
 from .normalize import check as normalize_steps, normalizer
+from .perthread import PerThread
 from .pretokenize import SAFE_CUT, is_preset, safe_blocks, special_splitter, splitter, uncovered_error, vectorised_splitter
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class Tokenizer:
         # What encoding learns as it goes (piece -> ids) is kept per thread: a Tokenizer shared by
         # threads gives each its own, as tiktoken's Rust core does. The derived tables (cached
         # properties) are built once and only read.
-        object.__setattr__(self, "_local", threading.local())
+        object.__setattr__(self, "_caches", PerThread(dict))
 
     def __getstate__(self) -> dict:
         """Only the fields travel to another process; it derives its tables itself."""
@@ -72,7 +72,7 @@ class Tokenizer:
     def __setstate__(self, state: dict) -> None:
         for name, value in state.items():
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "_local", threading.local())
+        object.__setattr__(self, "_caches", PerThread(dict))
 
     @classmethod
     def load(cls, path: str | Path, **options) -> Tokenizer:
@@ -163,10 +163,7 @@ class Tokenizer:
     @property
     def _cache(self) -> dict[str, tuple[int, ...]]:
         """This thread's piece -> ids dict (pieces of every length on the regex path, long ones in bulk)."""
-        local = self._local  # type: ignore[attr-defined]  # set in __post_init__
-        if not hasattr(local, "cache"):
-            local.cache = {}
-        return local.cache
+        return self._caches.get()  # type: ignore[attr-defined]  # set in __post_init__
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of text with special tokens treated as plain text.
@@ -446,7 +443,7 @@ class Tokenizer:
     def clear_cache(self) -> None:
         """Forget the ids of every piece encoded so far (the dict and the bulk encoder's, in
         every thread), so that the next encode is cold, as a fresh process's would be."""
-        object.__setattr__(self, "_local", threading.local())
+        self._caches.reset()  # type: ignore[attr-defined]
         if self._bulk is not None:
             self._bulk.clear_cache()
 

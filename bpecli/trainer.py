@@ -15,9 +15,10 @@ from .arrays import with_room, without_overlaps
 from .corpus import PART_BYTES, document_parts, input_bytes, input_pairs
 from .errors import BpecliError, InputError
 from .counting import PieceCounts, count_pretokens
-from .executor import parallelism, progress_bar
+from .executor import parallelism
+from .progress import progress_bar
 from .normalize import check as check_normalize
-from .pretokenize import SAFE_CUT, is_preset, resolve_pattern
+from .pretokenize import SAFE_CUT, document_separators, is_preset, resolve_pattern
 from .tokenizer import MAX_ID, Tokenizer, check_special_tokens
 
 
@@ -646,10 +647,11 @@ def train(
     safe_cut = SAFE_CUT if is_preset(pattern) else None
     total_bytes = input_bytes(pairs)
     part_bytes = counting_part_bytes(total_bytes, parallelism(workers, scheduler))
-    parts = document_parts(pairs, separators=special_tokens, text_column=text_column, safe_cut=safe_cut,
+    separators = document_separators(special_tokens)
+    parts = document_parts(pairs, separators=separators, text_column=text_column, safe_cut=safe_cut,
                            part_bytes=part_bytes)
     with progress_bar(progress, "counting", total_bytes, "B") as bar:
-        counts = count_pretokens(parts, pattern=pattern, special_tokens=special_tokens, text_column=text_column,
+        counts = count_pretokens(parts, pattern=pattern, separators=separators, text_column=text_column,
                                  workers=workers, scheduler=scheduler, errors=errors, normalize=normalize,
                                  progress=bar)
     if not counts:

@@ -143,7 +143,7 @@ from bpecli.pretokenize import PATTERNS
 from bpecli.trainer import counting_part_bytes
 t = time.perf_counter()
 parts = document_parts([(CORPUS, CORPUS)], separators=[SPECIAL], part_bytes=counting_part_bytes(os.path.getsize(CORPUS), 2))
-count_pretokens(parts, pattern=PATTERNS["gpt2"], special_tokens=[SPECIAL], workers={workers})
+count_pretokens(parts, pattern=PATTERNS["gpt2"], separators=[SPECIAL], workers={workers})
 took = time.perf_counter() - t; ids = []
 """
     for workers in (2, 1)

@@ -21,7 +21,7 @@ def test_counting_pretokens_equals_the_regex(name, tmp_path, kernel_docs_sample,
     path.write_text(text, encoding="utf-8")
     monkeypatch.setattr(corpus, "PART_BYTES", 1 << 16)  # many parts
     parts = corpus.document_parts([(str(path), "corpus.txt")], separators=["<|endoftext|>"])
-    counts = count_pretokens(parts, pattern=PATTERNS[name], special_tokens=["<|endoftext|>"], workers=2)
+    counts = count_pretokens(parts, pattern=PATTERNS[name], separators=["<|endoftext|>"], workers=2)
     expected = Counter(p.encode() for d in text.split("<|endoftext|>") for p in compiled(PATTERNS[name]).findall(d))
     assert counts.to_dict() == expected
 
@@ -47,7 +47,7 @@ def test_a_custom_pattern_counts_through_the_regex(tmp_path):
     path = tmp_path / "corpus.txt"
     path.write_text("ab ab  cd\nab", encoding="utf-8")
     parts = corpus.document_parts([(str(path), "corpus.txt")], separators=[])
-    counts = count_pretokens(parts, pattern=r"\s+|\S+", special_tokens=[], workers=1)
+    counts = count_pretokens(parts, pattern=r"\s+|\S+", separators=[], workers=1)
     assert counts.to_dict() == {b"ab": 3, b" ": 1, b"  ": 1, b"cd": 1, b"\n": 1}
 
 

@@ -143,7 +143,7 @@ def test_a_pattern_that_backtracks_catastrophically_stops_with_one_error(short_b
         "splitter": lambda: splitter(CATASTROPHIC)(TRAP),
         "encode": lambda: tok.encode(TRAP),
         "encode_documents": lambda: tok.encode_documents(["ok", TRAP]),
-        "count": lambda: count_pretokens(document_parts([(str(corpus), "docs.txt")], separators=[]), pattern=CATASTROPHIC, special_tokens=[]),
+        "count": lambda: count_pretokens(document_parts([(str(corpus), "docs.txt")], separators=[]), pattern=CATASTROPHIC, separators=[]),
     }
     for name, call in runs.items():
         started = time.process_time()

@@ -3,12 +3,12 @@ piece, every other step an array operation."""
 
 from __future__ import annotations
 
-import threading
 from itertools import chain
 
 import numpy as np
 
 from ..arrays import spans, with_room
+from ..perthread import PerThread
 from .merge import bpe_batch, bpe_packed
 from .packing import document_batches, pack_pieces
 from .tables import PieceTable, Vocabulary, has_bits
@@ -71,7 +71,7 @@ class BulkEncoder:
     def __init__(self, vocab: Vocabulary, split):
         self.vocab = vocab
         self.split = split
-        self._local = threading.local()
+        self._learned = PerThread(Learned)
 
     def prepare(self) -> None:
         """Build the tables encoding reads now, e.g. before forking workers that then share them."""
@@ -79,15 +79,12 @@ class BulkEncoder:
 
     def clear_cache(self) -> None:
         """Forget every piece encoded so far, in every thread."""
-        self._local = threading.local()
+        self._learned.reset()
 
     @property
     def learned(self) -> Learned:
         """This thread's pieces encoded so far."""
-        local = self._local
-        if not hasattr(local, "learned"):
-            local.learned = Learned()
-        return local.learned
+        return self._learned.get()
 
     def encode(self, documents: list[bytes], *, eot: int | None, dtype):
         """(ids of the documents one after another, each followed by eot if given; where each

@@ -8,9 +8,12 @@ from .patterns import compiled as compiled
 from .patterns import is_preset as is_preset
 from .patterns import resolve_pattern as resolve_pattern
 from .patterns import safe_blocks as safe_blocks
-from .patterns import special_byte_splitter as special_byte_splitter
-from .patterns import special_splitter as special_splitter
-from .patterns import split_documents as split_documents
+from .specials import DEFAULT_EOT as DEFAULT_EOT
+from .specials import document_separators as document_separators
+from .specials import end_of_document as end_of_document
+from .specials import special_byte_splitter as special_byte_splitter
+from .specials import special_splitter as special_splitter
+from .specials import split_documents as split_documents
 from .patterns import splitter as splitter
 from .patterns import uncovered_error as uncovered_error
 

@@ -175,29 +175,3 @@ def compiled(pattern: str) -> regex.Pattern:
         out.append(pattern[i])
         i += 1
     return regex.compile("".join(out))
-
-
-def special_splitter(special_tokens: Iterable[str]) -> regex.Pattern | None:
-    """A regex that captures any special token, longest first so that overlapping ones split right."""
-    ordered = sorted(set(special_tokens), key=len, reverse=True)
-    if not ordered:
-        return None
-    return regex.compile("(" + "|".join(regex.escape(t) for t in ordered) + ")")
-
-
-def special_byte_splitter(special_tokens: Iterable[str]) -> re.Pattern | None:
-    """special_splitter for UTF-8 bytes: it cuts them where the other cuts their text."""
-    ordered = sorted({t.encode("utf-8") for t in special_tokens}, key=len, reverse=True)
-    if not ordered:
-        return None
-    return re.compile(b"(" + b"|".join(map(re.escape, ordered)) + b")")
-
-
-def split_documents(text: str, splitter: regex.Pattern | None) -> list[str]:
-    """The text between special tokens (the tokens themselves dropped).
-
-    Example: "a<|endoftext|>b" -> ["a", "b"]
-    """
-    if splitter is None:
-        return [text]
-    return splitter.split(text)[::2]

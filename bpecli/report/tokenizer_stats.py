@@ -11,8 +11,7 @@ import regex
 
 from ..corpus import ERRORS_HINT, Part, document_parts, input_kind, input_stat, read_documents
 from ..errors import InputError
-from ..pretokenize import SAFE_CUT, special_splitter
-from ..shards import document_separators
+from ..pretokenize import SAFE_CUT, document_separators, special_splitter
 from ..tokenizer import Tokenizer, describe, render_token
 from .kinds import kinds
 
@@ -59,7 +58,7 @@ def tokenizer_figures(tok: Tokenizer, *, name: str, corpora: Sequence[str] = (),
     figures["tokenizers"] = {side: _facts(t, found if t is tok else None) for side, t in sides.items()}
     if not corpora:
         return figures
-    separators = sorted(set().union(*(document_separators(t) for t in sides.values())))
+    separators = sorted(set().union(*(document_separators(t.special_tokens) for t in sides.values())))
     budget = max(INPUT_BYTES, SAMPLE_BYTES // len(corpora))
     samples = [read_sample(path, separators, budget) for path in corpora]
     figures["corpus"] = [{"input": s.input, "input_bytes": s.input_bytes, "sample_bytes": s.sample_bytes,
