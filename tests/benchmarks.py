@@ -279,6 +279,7 @@ ids = ids.tolist()
 GIGATOKEN_SHARD_JOBS = {"bpecli": SHARD_JOB.format(workers=2), "gigatoken": GIGATOKEN_SHARD_JOB}
 
 QUICKTOK_SHARD_JOB = r"""
+import os
 import numpy as np
 t0 = time.perf_counter()
 import quicktok
@@ -289,6 +290,7 @@ t = time.perf_counter()
 with open(CORPUS, encoding="utf-8") as f:
     docs = [d for d in f.read().split(SPECIAL) if d]  # empty documents are skipped, as bpecli does
 flat, offsets = enc.encode_batch(docs, 2, False)
+os.makedirs(OUT, exist_ok=True)
 flat = np.asarray(flat, dtype=np.uint32)
 ids = np.insert(flat, np.asarray(offsets[1:], dtype=np.int64), eot)
 np.save(OUT + "/shard.npy", ids)
