@@ -9,6 +9,7 @@ end of each piece. That keeps a worker's result a few arrays however many distin
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -17,7 +18,8 @@ import numpy as np
 from .corpus import Part, read_document_bytes, read_documents
 from .executor import map_in_order
 from .normalize import normalizer
-from .bulk.packing import LENGTH_SHIFT, PACKED_ROW_BYTES, distinct_packed, document_batches, pack_pieces, piece_hash
+from .bulk.packing import (LENGTH_SHIFT, PACKED_BYTES, PACKED_ROW_BYTES, distinct_packed, document_batches, pack_pieces,
+                           pack_spans, piece_hash)
 from .arrays import with_room
 from .bulk.tables import PieceTable
 from .pretokenize import compiled, special_byte_splitter, special_splitter, uncovered_error, vectorised_splitter
@@ -198,24 +200,73 @@ def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
     return total.result(), part.weight
 
 
+# Pieces of one or two bytes (about half of all in source code and prose) are counted in one
+# dense array by their bytes and length, never packed, hashed or looked up: code b0 | b1 << 8 |
+# (length - 1) << 16.
+SMALL_BINS = 1 << 17
+# A part's piece numbers are added into its counts by one bincount every this many pieces: what
+# a worker holds per occurrence stays this small however large the part.
+FLUSH_PIECES = 1 << 20
+
+
 def count_pieces(documents: list[bytes], split, numbered: Numbered | None = None) -> PieceCounts:
     """Pre-token counts by a vectorised pre-tokenizer (split: e.g. pretokenize.gpt2.gpt2_piece_starts);
-    numbered: the pieces counted before, if kept (a fresh Numbered if not)."""
+    numbered: the pieces counted before, if kept (a fresh Numbered if not). Only per-distinct
+    state grows with the documents: their numbers are counted every FLUSH_PIECES pieces."""
     if numbered is None:
         numbered = Numbered()
-    numbers = []  # of every packed piece
-    long_counts: dict[bytes, int] = {}  # long pieces are few: a dict adds them
+    counts = np.zeros(0, dtype=np.int64)  # by number
+    small = np.zeros(SMALL_BINS, dtype=np.int64)  # by code (see SMALL_BINS)
+    pending: list[np.ndarray] = []  # numbers not yet counted
+    waiting = 0
+    long_counts: Counter[bytes] = Counter()  # long pieces are few: a Counter adds them
     for batch in document_batches(documents, 1 << 20):  # 1 MB: small arrays, small worker peaks
         data = b"".join(batch)
         sizes = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
-        _, low, high, mixed, _, long_codes, long_pieces = pack_pieces(data, split(data, np.cumsum(sizes) - sizes))
-        numbers.append(numbered.numbers(low, high, mixed))
-        for piece, n in zip(long_pieces, np.bincount(long_codes, minlength=len(long_pieces)).tolist()):
-            long_counts[piece] = long_counts.get(piece, 0) + n
-    counts = np.bincount(np.concatenate([np.zeros(0, dtype=np.int64), *numbers]), minlength=numbered.size)
+        bounds = split(data, np.cumsum(sizes) - sizes)
+        codes, low, high, mixed, long_pieces = _short_and_packed(data, bounds)
+        long_counts.update(long_pieces)
+        small += np.bincount(codes, minlength=SMALL_BINS)
+        pending.append(numbered.numbers(low, high, mixed))
+        waiting += len(low)
+        if waiting >= FLUSH_PIECES:
+            counts = _counted(counts, pending, numbered.size)
+            pending, waiting = [], 0
+    counts = _counted(counts, pending, numbered.size)
     seen = np.flatnonzero(counts)
-    return PieceCounts(numbered.low[seen], numbered.high[seen], counts[seen],
+    code = np.flatnonzero(small)
+    size = (code >> 16) + 1
+    return PieceCounts(np.concatenate([(code & 0xFFFF).astype(np.uint64), numbered.low[seen]]),
+                       np.concatenate([size.astype(np.uint64) << np.uint64(LENGTH_SHIFT), numbered.high[seen]]),
+                       np.concatenate([small[code], counts[seen]]),
                        *_long(list(long_counts), list(long_counts.values())))
+
+
+def _counted(counts, numbers: list[np.ndarray], size: int):
+    """counts (by number) with the numbers added, one each."""
+    if not numbers:
+        return counts
+    found = np.bincount(np.concatenate(numbers), minlength=size)
+    found[: len(counts)] += counts
+    return found
+
+
+def _short_and_packed(data: bytes, bounds):
+    """(codes, low, high, mixed, long_pieces) of the pieces data[bounds[i]:bounds[i + 1]]: the
+    pieces of one or two bytes as codes (see SMALL_BINS); those of 3 to 15 bytes packed as
+    pack_spans does, with their piece_hash; the longer ones as bytes, one by one (an iterator)."""
+    starts, sizes = bounds[:-1], np.diff(bounds)
+    words: np.ndarray = np.ndarray((len(data) + 9,), dtype="<u8", buffer=data + bytes(16), strides=(1,))
+    tiny = np.flatnonzero(sizes <= 2)
+    at = starts[tiny]
+    two = sizes[tiny] - 1
+    codes = (words[at] & (0xFF | (two.astype(np.uint64) * np.uint64(0xFF00)))).astype(np.intp) | two << 16
+    packed = np.flatnonzero((sizes > 2) & (sizes <= PACKED_BYTES))
+    low, high = pack_spans(data, starts[packed], sizes[packed], words)
+    long_at = np.flatnonzero(sizes > PACKED_BYTES)
+    # the long pieces' bytes, sliced by C loops (map), not by a Python loop
+    long_pieces = map(data.__getitem__, map(slice, starts[long_at].tolist(), bounds[long_at + 1].tolist()))
+    return codes, low, high, piece_hash(low, high), long_pieces
 
 
 def count_pretokens(

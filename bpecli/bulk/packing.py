@@ -32,10 +32,12 @@ def pack_pieces(data: bytes, bounds):
     return short, low, high, piece_hash(low, high), long_at, np.array(codes, dtype=np.int64), list(index)
 
 
-def pack_spans(data: bytes, starts, sizes):
+def pack_spans(data: bytes, starts, sizes, words=None):
     """(low, high): the bytes data[start : start + size] (size at most 15) as two uint64: bytes
-    0-7 little-endian in low, bytes 8-14 in high with the size in its top byte."""
-    words: np.ndarray = np.ndarray((len(data) + 9,), dtype="<u8", buffer=data + bytes(16), strides=(1,))
+    0-7 little-endian in low, bytes 8-14 in high with the size in its top byte. words: the
+    8-byte words at every offset of data (as made here), if the caller has them."""
+    if words is None:
+        words = np.ndarray((len(data) + 9,), dtype="<u8", buffer=data + bytes(16), strides=(1,))
     low = words[starts] & _LOW_MASKS[sizes]
     high = sizes.astype(np.uint64) << np.uint64(LENGTH_SHIFT)
     beyond = np.flatnonzero(sizes > 8)  # most pieces are shorter: their high word is the length alone
