@@ -18,8 +18,8 @@ import numpy as np
 from .corpus import Part, read_document_bytes, read_documents
 from .executor import map_in_order
 from .normalize import normalizer
-from .bulk.packing import (LENGTH_SHIFT, PACKED_BYTES, PACKED_ROW_BYTES, distinct_packed, document_batches, pack_pieces,
-                           pack_spans, piece_hash)
+from .bulk.packing import (LENGTH_SHIFT, PACKED_ROW_BYTES, SMALL_CODES, distinct_packed, document_batches, pack_by_size,
+                           pack_pieces, piece_hash, small_pieces)
 from .arrays import with_room
 from .bulk.tables import PieceTable
 from .pretokenize import compiled, special_byte_splitter, special_splitter, uncovered_error, vectorised_splitter
@@ -200,10 +200,6 @@ def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
     return total.result(), part.weight
 
 
-# Pieces of one or two bytes (about half of all in source code and prose) are counted in one
-# dense array by their bytes and length, never packed, hashed or looked up: code b0 | b1 << 8 |
-# (length - 1) << 16.
-SMALL_BINS = 1 << 17
 # A part's piece numbers are added into its counts by one bincount every this many pieces: what
 # a worker holds per occurrence stays this small however large the part.
 FLUSH_PIECES = 1 << 20
@@ -216,7 +212,7 @@ def count_pieces(documents: list[bytes], split, numbered: Numbered | None = None
     if numbered is None:
         numbered = Numbered()
     counts = np.zeros(0, dtype=np.int64)  # by number
-    small = np.zeros(SMALL_BINS, dtype=np.int64)  # by code (see SMALL_BINS)
+    small = np.zeros(SMALL_CODES, dtype=np.int64)  # pieces of one or two bytes, by code (see packing.SMALL_CODES)
     pending: list[np.ndarray] = []  # numbers not yet counted
     waiting = 0
     long_counts: Counter[bytes] = Counter()  # long pieces are few: a Counter adds them
@@ -224,9 +220,10 @@ def count_pieces(documents: list[bytes], split, numbered: Numbered | None = None
         data = b"".join(batch)
         sizes = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
         bounds = split(data, np.cumsum(sizes) - sizes)
-        codes, low, high, mixed, long_pieces = _short_and_packed(data, bounds)
-        long_counts.update(long_pieces)
-        small += np.bincount(codes, minlength=SMALL_BINS)
+        _, codes, _, low, high, mixed, long_at = pack_by_size(data, bounds)
+        small += np.bincount(codes, minlength=SMALL_CODES)
+        # the long pieces' bytes, sliced and counted by C loops (map, Counter), not a Python loop
+        long_counts.update(map(data.__getitem__, map(slice, bounds[long_at].tolist(), bounds[long_at + 1].tolist())))
         pending.append(numbered.numbers(low, high, mixed))
         waiting += len(low)
         if waiting >= FLUSH_PIECES:
@@ -235,9 +232,8 @@ def count_pieces(documents: list[bytes], split, numbered: Numbered | None = None
     counts = _counted(counts, pending, numbered.size)
     seen = np.flatnonzero(counts)
     code = np.flatnonzero(small)
-    size = (code >> 16) + 1
-    return PieceCounts(np.concatenate([(code & 0xFFFF).astype(np.uint64), numbered.low[seen]]),
-                       np.concatenate([size.astype(np.uint64) << np.uint64(LENGTH_SHIFT), numbered.high[seen]]),
+    small_low, small_high = small_pieces(code)
+    return PieceCounts(np.concatenate([small_low, numbered.low[seen]]), np.concatenate([small_high, numbered.high[seen]]),
                        np.concatenate([small[code], counts[seen]]),
                        *_long(list(long_counts), list(long_counts.values())))
 
@@ -249,24 +245,6 @@ def _counted(counts, numbers: list[np.ndarray], size: int):
     found = np.bincount(np.concatenate(numbers), minlength=size)
     found[: len(counts)] += counts
     return found
-
-
-def _short_and_packed(data: bytes, bounds):
-    """(codes, low, high, mixed, long_pieces) of the pieces data[bounds[i]:bounds[i + 1]]: the
-    pieces of one or two bytes as codes (see SMALL_BINS); those of 3 to 15 bytes packed as
-    pack_spans does, with their piece_hash; the longer ones as bytes, one by one (an iterator)."""
-    starts, sizes = bounds[:-1], np.diff(bounds)
-    words: np.ndarray = np.ndarray((len(data) + 9,), dtype="<u8", buffer=data + bytes(16), strides=(1,))
-    tiny = np.flatnonzero(sizes <= 2)
-    at = starts[tiny]
-    two = sizes[tiny] - 1
-    codes = (words[at] & (0xFF | (two.astype(np.uint64) * np.uint64(0xFF00)))).astype(np.intp) | two << 16
-    packed = np.flatnonzero((sizes > 2) & (sizes <= PACKED_BYTES))
-    low, high = pack_spans(data, starts[packed], sizes[packed], words)
-    long_at = np.flatnonzero(sizes > PACKED_BYTES)
-    # the long pieces' bytes, sliced by C loops (map), not by a Python loop
-    long_pieces = map(data.__getitem__, map(slice, starts[long_at].tolist(), bounds[long_at + 1].tolist()))
-    return codes, low, high, piece_hash(low, high), long_pieces
 
 
 def count_pretokens(
