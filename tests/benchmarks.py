@@ -23,7 +23,8 @@
                                                                      # 10,000 05becf1f and 200,000 7f6faafc, "largest"
                                                                      # at 32,000 63746aac (on the machine that built it)
 
-Each job runs in a fresh process, several times; the median wall time, the ratio bpecli / peer,
+With --baseline DIR, the bpecli job also runs from that checkout of bpecli, as a peer. Each job
+runs in a fresh process, several times; the median wall time, the ratio bpecli / peer,
 and the peak memory summed over the job's processes (PSS: a page shared by forked workers counts
 once in all, sampled every 50 ms) are printed; where a job marks the end of its work, also the
 whole process's time, from its launch (startup, imports, loading and building tables included). The memory is taken in one more run, whose time is
@@ -483,7 +484,13 @@ def _sample_memory(proc: subprocess.Popen, peak: list) -> None:
         time.sleep(0.05)
 
 
+BASELINE: str | None = None  # --baseline: a checkout of bpecli whose "bpecli" job runs beside this one's
+
+
 def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
+    if BASELINE and "bpecli" in jobs:  # the baseline right after this code, as a peer
+        ours = {"bpecli": jobs["bpecli"], "baseline": f"import sys; sys.path.insert(0, {BASELINE!r})\n" + jobs["bpecli"]}
+        jobs = {**ours, **{name: code for name, code in jobs.items() if name != "bpecli"}}
     runs: dict[str, list[dict]] = {name: [] for name in jobs}
     peaks: dict[str, float] = {}
     for number in range(repeat + 1):  # interleaved, so that noise on the shared machine hits both alike
@@ -561,7 +568,10 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=32000)
     parser.add_argument("--vocabs", default="50000,100000,200000")
     parser.add_argument("--peers", default="rustbpe")
+    parser.add_argument("--baseline", help="a checkout of bpecli (e.g. `git archive main`) to run beside this code")
     args = parser.parse_args()
+    global BASELINE
+    BASELINE = args.baseline and str(Path(args.baseline).resolve())
     if args.what == "pathological":
         gpt2_vocab = str(SHARED / "fixtures" / "cs336" / "gpt2_vocab.json")
         for name, path in pathological_corpora().items():
