@@ -134,20 +134,23 @@ class BulkEncoder:
             at = learned.scratch(np.fromiter(chain.from_iterable(long_ids), dtype=np.int64, count=int(long_sizes.sum())))
             piece_starts[long_at] = (at + np.cumsum(long_sizes) - long_sizes)[long_codes]
             piece_sizes[long_at] = long_sizes[long_codes]
-        # every piece's first id in order; then, in one insertion, the other ids of the pieces that
-        # have more (a few), each before the next piece, and eot after every document
-        ids = learned.ids[piece_starts]
-        more = np.flatnonzero(piece_sizes > 1)
-        inserted_at = np.repeat(more + 1, piece_sizes[more] - 1)
-        inserted = learned.ids[spans(piece_starts[more] + 1, piece_sizes[more] - 1)]
-        # documents end where pieces do: a document's ids end where its last piece's ids end
-        pieces_before = np.searchsorted(starts, doc_starts + lengths, "left")
-        ends = np.concatenate(([0], np.cumsum(piece_sizes)))[pieces_before]
-        if eot is not None:  # (np.insert keeps the order of values for one index: eot last)
-            inserted_at = np.concatenate([inserted_at, pieces_before])
-            inserted = np.concatenate([inserted, np.full(len(pieces_before), eot)])
+        # where each piece's ids go: after those of the pieces before it and, with eot, one more
+        # for each document ended before it; then every piece's first id, the other ids of the
+        # pieces that have more (a few), and eot after every document, each written in place
+        pieces_before = np.searchsorted(starts, doc_starts + lengths, "left")  # documents end where pieces do
+        at = np.cumsum(piece_sizes)
+        ends = np.concatenate(([0], at))[pieces_before]
+        at -= piece_sizes
+        if eot is not None:
             ends = ends + np.arange(1, len(ends) + 1)
-        return np.insert(ids, inserted_at, inserted).astype(dtype, copy=False), ends
+            at += np.repeat(np.arange(len(pieces_before)), np.diff(np.concatenate(([0], pieces_before))))
+        out = np.empty(int(ends[-1]) if len(ends) else 0, dtype=dtype)
+        out[at] = learned.ids[piece_starts]
+        more = np.flatnonzero(piece_sizes > 1)
+        out[spans(at[more] + 1, piece_sizes[more] - 1)] = learned.ids[spans(piece_starts[more] + 1, piece_sizes[more] - 1)]
+        if eot is not None:
+            out[ends - 1] = eot
+        return out, ends
 
     def split_apart(self, data: bytes, bounds):
         """bounds with a cut added wherever no token can hold the two bytes on either side: BPE
