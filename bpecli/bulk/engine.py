@@ -138,16 +138,16 @@ class BulkEncoder:
         # for each document ended before it; then every piece's first id, the other ids of the
         # pieces that have more (a few), and eot after every document, each written in place
         pieces_before = np.searchsorted(starts, doc_starts + lengths, "left")  # documents end where pieces do
-        at = np.cumsum(piece_sizes)
-        ends = np.concatenate(([0], at))[pieces_before]
-        at -= piece_sizes
+        place = np.cumsum(piece_sizes)
+        ends = np.concatenate(([0], place))[pieces_before]
+        place -= piece_sizes
         if eot is not None:
             ends = ends + np.arange(1, len(ends) + 1)
-            at += np.repeat(np.arange(len(pieces_before)), np.diff(np.concatenate(([0], pieces_before))))
+            place += np.repeat(np.arange(len(pieces_before)), np.diff(np.concatenate(([0], pieces_before))))
         out = np.empty(int(ends[-1]) if len(ends) else 0, dtype=dtype)
-        out[at] = learned.ids[piece_starts]
+        out[place] = learned.ids[piece_starts]
         more = np.flatnonzero(piece_sizes > 1)
-        out[spans(at[more] + 1, piece_sizes[more] - 1)] = learned.ids[spans(piece_starts[more] + 1, piece_sizes[more] - 1)]
+        out[spans(place[more] + 1, piece_sizes[more] - 1)] = learned.ids[spans(piece_starts[more] + 1, piece_sizes[more] - 1)]
         if eot is not None:
             out[ends - 1] = eot
         return out, ends
