@@ -8,6 +8,7 @@ end of each piece. That keeps a worker's result a few arrays however many distin
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -16,7 +17,8 @@ import numpy as np
 from .corpus import Part, read_document_bytes, read_documents
 from .executor import map_in_order
 from .normalize import normalizer
-from .bulk.packing import LENGTH_SHIFT, PACKED_ROW_BYTES, distinct_packed, document_batches, pack_pieces, piece_hash
+from .bulk.packing import (LENGTH_SHIFT, PACKED_ROW_BYTES, SMALL_CODES, distinct_packed, document_batches, pack_by_size,
+                           pack_pieces, piece_hash, small_pieces)
 from .arrays import with_room
 from .perthread import PerThread
 from .bulk.tables import PieceTable
@@ -200,26 +202,53 @@ def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
     return total.result(), part.weight
 
 
+# A part's piece numbers are added into its counts by one bincount every this many pieces: what
+# a worker holds per occurrence stays this small however large the part.
+FLUSH_PIECES = 1 << 20
+
+
 def count_pieces(documents: list[bytes], split, numbered: Numbered | None = None) -> PieceCounts:
     """Pre-token counts by a vectorised pre-tokenizer (split: e.g. pretokenize.gpt2.gpt2_piece_starts);
-    numbered: the pieces counted before, if kept (a fresh Numbered if not)."""
+    numbered: the pieces counted before, if kept (a fresh Numbered if not). Only per-distinct
+    state grows with the documents: their numbers are counted every FLUSH_PIECES pieces."""
     if numbered is None:
         numbered = Numbered()
+    counts = np.zeros(0, dtype=np.int64)  # by number
+    small = np.zeros(SMALL_CODES, dtype=np.int64)  # pieces of one or two bytes, by code (see packing.SMALL_CODES)
+    pending: list[np.ndarray] = []  # numbers not yet counted
+    waiting = 0
+    long_counts: Counter[bytes] = Counter()  # long pieces are few: a Counter adds them
     if any(len(d) > COUNT_BATCH for d in documents):  # a batch is never smaller than its longest document
         documents = [block for d in documents for block in (safe_blocks(d, COUNT_BATCH) if len(d) > COUNT_BATCH else [d])]
-    numbers = []  # of every packed piece
-    long_counts: dict[bytes, int] = {}  # long pieces are few: a dict adds them
     for batch in document_batches(documents, COUNT_BATCH):
         data = b"".join(batch)
         sizes = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
-        _, low, high, mixed, _, long_codes, long_pieces = pack_pieces(data, split(data, np.cumsum(sizes) - sizes))
-        numbers.append(numbered.numbers(low, high, mixed))
-        for piece, n in zip(long_pieces, np.bincount(long_codes, minlength=len(long_pieces)).tolist()):
-            long_counts[piece] = long_counts.get(piece, 0) + n
-    counts = np.bincount(np.concatenate([np.zeros(0, dtype=np.int64), *numbers]), minlength=numbered.size)
+        bounds = split(data, np.cumsum(sizes) - sizes)
+        _, codes, _, low, high, mixed, long_at = pack_by_size(data, bounds)
+        small += np.bincount(codes, minlength=SMALL_CODES)
+        # the long pieces' bytes, sliced and counted by C loops (map, Counter), not a Python loop
+        long_counts.update(map(data.__getitem__, map(slice, bounds[long_at].tolist(), bounds[long_at + 1].tolist())))
+        pending.append(numbered.numbers(low, high, mixed))
+        waiting += len(low)
+        if waiting >= FLUSH_PIECES:
+            counts = _counted(counts, pending, numbered.size)
+            pending, waiting = [], 0
+    counts = _counted(counts, pending, numbered.size)
     seen = np.flatnonzero(counts)
-    return PieceCounts(numbered.low[seen], numbered.high[seen], counts[seen],
+    code = np.flatnonzero(small)
+    small_low, small_high = small_pieces(code)
+    return PieceCounts(np.concatenate([small_low, numbered.low[seen]]), np.concatenate([small_high, numbered.high[seen]]),
+                       np.concatenate([small[code], counts[seen]]),
                        *_long(list(long_counts), list(long_counts.values())))
+
+
+def _counted(counts, numbers: list[np.ndarray], size: int):
+    """counts (by number) with the numbers added, one each."""
+    if not numbers:
+        return counts
+    found = np.bincount(np.concatenate(numbers), minlength=size)
+    found[: len(counts)] += counts
+    return found
 
 
 def count_pretokens(

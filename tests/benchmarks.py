@@ -16,10 +16,20 @@
     python tests/benchmarks.py gigatoken [--repeat 3] [--vocab 10000]   # train and encode --out vs gigatoken
     python tests/benchmarks.py report [--repeat 3] [--tokens 1000000000]  # `bpecli inspect DIR --report` on a folder
                                                                      # of synthetic ids (GPT-2's vocabulary)
+    python tests/benchmarks.py corpora                               # build real-500mb and real-1500mb (see real_corpus)
+    python tests/benchmarks.py memory --corpus real-500mb --peers gigatoken   # training at scale (also real-1500mb)
+    python tests/benchmarks.py encode-peers [--repeat 5]             # encode --out vs gigatoken (GPT-2, cl100k_base)
+                                                                     # and quicktok (cl100k_base), whole processes
+    python tests/benchmarks.py hashes [--corpus real-500mb,...]      # the merge lists' hashes, against the known ones:
+                                                                     # sha256(repr(merges))[:8] of kernel docs at vocab
+                                                                     # 10,000 05becf1f and 200,000 7f6faafc, "largest"
+                                                                     # at 32,000 63746aac (on the machine that built it)
 
-Each job runs in a fresh process, several times; the median wall time, the ratio bpecli / peer,
+With --baseline DIR, the bpecli job also runs from that checkout of bpecli, as a peer. Each job
+runs in a fresh process, several times; the median wall time, the ratio bpecli / peer,
 and the peak memory summed over the job's processes (PSS: a page shared by forked workers counts
-once in all, sampled every 50 ms) are printed. The memory is taken in one more run, whose time is
+once in all, sampled every 50 ms) are printed; where a job marks the end of its work, also the
+whole process's time, from its launch (startup, imports, loading and building tables included). The memory is taken in one more run, whose time is
 not counted: reading a process's memory map takes its memory lock, which slows a process that
 allocates (measured: 0.35 s of bpecli's 1.6 s encode --out with 3 processes, 0.03 s of
 gigatoken's 1 s). The default corpus is ../shared/corpora/kernel-docs.txt.gz, unpacked once into
@@ -76,7 +86,7 @@ from bpecli.executor import keep_freed_memory
 keep_freed_memory()  # as `bpecli encode` does
 tok = Tokenizer.load(GPT2_VOCAB)
 text = open(CORPUS, encoding="utf-8").read()
-t = time.perf_counter(); ids = tok.encode(text, allowed_special="all"); took = time.perf_counter() - t
+t = time.perf_counter(); ids = tok.encode(text, allowed_special="all"); took = time.perf_counter() - t; ended = time.time()
 """,
     "tiktoken": """
 import tiktoken
@@ -84,7 +94,7 @@ from bpecli.files import load
 ours = load(GPT2_VOCAB)
 enc = tiktoken.Encoding("gpt2", pat_str=ours.pattern, mergeable_ranks=ours.ranks, special_tokens=ours.special_tokens)
 text = open(CORPUS, encoding="utf-8").read()
-t = time.perf_counter(); ids = enc.encode(text, allowed_special="all"); took = time.perf_counter() - t
+t = time.perf_counter(); ids = enc.encode(text, allowed_special="all"); took = time.perf_counter() - t; ended = time.time()
 """,
 }
 
@@ -100,7 +110,7 @@ tok = Tokenizer.load(TOKENIZER)
 setup = time.perf_counter() - t0  # importing bpecli and loading the tokenizer (write_shards builds its tables)
 t = time.perf_counter()
 write_shards(tok, [CORPUS], OUT, workers={workers}, eot=tok.special_tokens[SPECIAL], shard_tokens=10_000_000)
-took = time.perf_counter() - t
+took = time.perf_counter() - t; ended = time.time()
 ids = np.concatenate([np.load(f) for f in sorted(glob.glob(OUT + "/shard_*.npy"))]).tolist()
 """
 
@@ -115,7 +125,7 @@ eot = ours.special_tokens[SPECIAL]
 t = time.perf_counter()
 docs = [d for d in open(CORPUS, encoding="utf-8").read().split(SPECIAL) if d]
 batch = enc.encode_ordinary_batch(docs, num_threads=2)
-took = time.perf_counter() - t
+took = time.perf_counter() - t; ended = time.time()
 ids = [i for doc in batch for i in doc + [eot]]
 """,
     "bpecli-1-worker": SHARD_JOB.format(workers=1),
@@ -144,7 +154,7 @@ from bpecli.trainer import counting_part_bytes
 t = time.perf_counter()
 parts = document_parts([(CORPUS, CORPUS)], separators=[SPECIAL], part_bytes=counting_part_bytes(os.path.getsize(CORPUS), 2))
 count_pretokens(parts, pattern=PATTERNS["gpt2"], separators=[SPECIAL], workers={workers})
-took = time.perf_counter() - t; ids = []
+took = time.perf_counter() - t; ended = time.time(); ids = []
 """
     for workers in (2, 1)
 }
@@ -155,11 +165,11 @@ import os, subprocess, sys
 t = time.perf_counter()
 subprocess.run([os.path.join(os.path.dirname(sys.executable), "bpecli"), "encode", "-t", GPT2_VOCAB],
                input=b"hello world", check=True, capture_output=True)
-took = time.perf_counter() - t; ids = []
+took = time.perf_counter() - t; ended = time.time(); ids = []
 """,
     "python-startup": """
 import subprocess, sys
-t = time.perf_counter(); subprocess.run([sys.executable, "-c", "pass"], check=True); took = time.perf_counter() - t; ids = []
+t = time.perf_counter(); subprocess.run([sys.executable, "-c", "pass"], check=True); took = time.perf_counter() - t; ended = time.time(); ids = []
 """,
 }
 
@@ -187,7 +197,7 @@ MEMORY_JOBS = {
 from bpecli import train
 t = time.perf_counter()
 train([CORPUS], vocab_size=VOCAB, special_tokens=[SPECIAL], workers=2).save(OUT)
-took = time.perf_counter() - t
+took = time.perf_counter() - t; ended = time.time()
 """,
     "rustbpe": """
 import rustbpe
@@ -204,7 +214,7 @@ def documents():  # streamed, as a careful user of train_from_iterator would
 
 t = time.perf_counter()
 rustbpe.Tokenizer().train_from_iterator(documents(), vocab_size=VOCAB, pattern=PATTERNS["gpt2"])
-took = time.perf_counter() - t
+took = time.perf_counter() - t; ended = time.time()
 """,
 }
 
@@ -219,7 +229,7 @@ trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=[SPECIAL], show_p
                               initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
 tok.train([CORPUS], trainer)
 tok.save(OUT + ".json")
-took = time.perf_counter() - t
+took = time.perf_counter() - t; ended = time.time()
 """
 
 GIGATOKEN_TRAIN_JOBS = {
@@ -228,12 +238,13 @@ GIGATOKEN_TRAIN_JOBS = {
 import gigatoken
 t = time.perf_counter()
 vocab, merges = gigatoken.train_bpe(CORPUS, vocab_size=VOCAB, special_tokens=[SPECIAL])
-took = time.perf_counter() - t
+took = time.perf_counter() - t; ended = time.time()
 """,
 }
 MEMORY_JOBS["gigatoken"] = GIGATOKEN_TRAIN_JOBS["gigatoken"]
 
 GIGATOKEN_SHARD_JOB = r"""
+_harness = time.perf_counter()
 import numpy as np
 from bpecli.files import load, write_tokenizer_json
 from pathlib import Path
@@ -249,6 +260,7 @@ from bpecli import PATTERNS
 name = next(n for n, p in PATTERNS.items() if p == ours.pattern)
 document["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = known[name]
 (Path(OUT) / "tokenizer.json").write_text(json.dumps(document))
+harness = time.perf_counter() - _harness  # writing gigatoken's tokenizer.json: not gigatoken's time
 t0 = time.perf_counter()
 import gigatoken
 tok = gigatoken.Tokenizer(OUT + "/tokenizer.json")
@@ -263,11 +275,31 @@ ids = np.insert(flat, ends, eot)
 keep = np.repeat(lengths > 0, lengths + 1)  # empty documents are skipped, as bpecli does
 ids = ids[keep].astype(np.uint16 if max(ours.decoder) < 65536 else np.uint32)
 np.save(OUT + "/shard.npy", ids)
-took = time.perf_counter() - t
+took = time.perf_counter() - t; ended = time.time()
 ids = ids.tolist()
 """
 
 GIGATOKEN_SHARD_JOBS = {"bpecli": SHARD_JOB.format(workers=2), "gigatoken": GIGATOKEN_SHARD_JOB}
+
+QUICKTOK_SHARD_JOB = r"""
+import os
+import numpy as np
+t0 = time.perf_counter()
+import quicktok
+enc = quicktok.get_encoding("cl100k_base")
+setup = time.perf_counter() - t0
+eot = 100257  # cl100k_base's <|endoftext|>
+t = time.perf_counter()
+with open(CORPUS, encoding="utf-8") as f:
+    docs = [d for d in f.read().split(SPECIAL) if d]  # empty documents are skipped, as bpecli does
+flat, offsets = enc.encode_batch(docs, 2, False)
+os.makedirs(OUT, exist_ok=True)
+flat = np.asarray(flat, dtype=np.uint32)
+ids = np.insert(flat, np.asarray(offsets[1:], dtype=np.int64), eot)
+np.save(OUT + "/shard.npy", ids)
+took = time.perf_counter() - t; ended = time.time()
+ids = ids.tolist()
+"""
 
 
 def assembled_corpus(size: str) -> str:
@@ -303,9 +335,76 @@ def assembled_corpus(size: str) -> str:
     return str(target)
 
 
+# Real text for training and encoding at scale: the extensions of source code and prose read from
+# the machine's folders below; HTML and JSON (mostly generated: rustdoc pages, API dumps) only
+# after all of those, to fill a corpus past what the rest holds.
+REAL_TEXT = (".py", ".pyi", ".pyx", ".pxd", ".c", ".h", ".cc", ".cpp", ".hpp", ".rs", ".go", ".java", ".js", ".ts",
+             ".sh", ".pl", ".pm", ".rb", ".lua", ".tcl", ".el", ".m4", ".cmake", ".mk", ".toml", ".cfg", ".ini", ".yaml",
+             ".yml", ".md", ".rst", ".txt", ".tex", ".css")
+FILLER_TEXT = (".html", ".json")
+REAL_ROOTS = ("/usr", "/root", "/opt", "/work/venvs")
+REAL_SIZES = {"real-500mb": 500_000_000, "real-1500mb": 1_500_000_000}
+
+
+def real_corpus(name: str) -> str:
+    """The kernel docs, then distinct files of real text found on this machine (REAL_TEXT under
+    REAL_ROOTS, man pages and /usr/share/doc's compressed files unpacked; each file one document,
+    documents separated by SPECIAL) in a fixed shuffled order, until REAL_SIZES[name] bytes:
+    source code and prose, not repetitions of one file. Built once into $BPECLI_CORPORA (default:
+    the system's temporary folder); `python tests/benchmarks.py corpora` builds both."""
+    folder = Path(os.environ.get("BPECLI_CORPORA", Path(tempfile.gettempdir()) / "bpecli-bench"))
+    target = folder / f"{name}.txt"
+    if target.exists():
+        return str(target)
+    import hashlib
+    import random
+
+    folder.mkdir(parents=True, exist_ok=True)
+    found: dict[bool, list[str]] = {False: [], True: []}  # filler or not -> paths
+    for root in REAL_ROOTS:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d != ".git")
+            for filename in filenames:
+                path = os.path.join(dirpath, filename)
+                plain = filename[:-3] if filename.endswith(".gz") else filename
+                manual = "/share/man/" in path and filename.endswith(".gz")
+                if manual or plain.endswith(REAL_TEXT) or plain.endswith(FILLER_TEXT):
+                    found[plain.endswith(FILLER_TEXT)].append(path)
+    order = []
+    for filler in (False, True):
+        paths = sorted(found[filler])
+        random.Random(31).shuffle(paths)
+        order += paths
+    seen, written, limit = set(), 0, REAL_SIZES[name]
+    partial = target.with_suffix(".partial")
+    with open(partial, "wb") as out:
+        written += out.write(Path(corpus_path(None)).read_bytes())
+        for path in order:
+            try:
+                if os.path.islink(path) or not 1024 <= os.path.getsize(path) <= 20_000_000:
+                    continue
+                data = gzip.open(path).read() if path.endswith(".gz") else Path(path).read_bytes()
+                data.decode("utf-8")
+            except (OSError, UnicodeDecodeError, EOFError):
+                continue
+            digest = hashlib.sha256(data).digest()
+            if digest in seen or SPECIAL.encode() in data:
+                continue
+            seen.add(digest)
+            if written + len(data) > limit:  # the last document ends at a line within the size
+                data = data[: data.rfind(b"\n", 0, limit - written - len(SPECIAL)) + 1]
+            written += out.write(SPECIAL.encode() + data)
+            if written >= limit - 4096:
+                break
+    os.replace(partial, target)
+    return str(target)
+
+
 def corpus_path(given: str | None) -> str:
     if given in ("120mb", "largest"):
         return assembled_corpus(given)
+    if given in REAL_SIZES:
+        return real_corpus(given)
     if given:
         return given
     target = Path(tempfile.gettempdir()) / "bpecli-bench" / "kernel-docs.txt"
@@ -406,11 +505,14 @@ def run_job(code: str, values: dict, sample_memory: bool = False) -> dict:
     """Run code in a new Python; wall time (or the job's own `took`), its result, and if asked
     the peak PSS in MiB (see _sample_memory)."""
     prelude = "import time, json, hashlib\n" + "".join(f"{k} = {v!r}\n" for k, v in values.items())
+    # whole: from the process's launch to the end of its work, less the harness's own preparation
     epilogue = (
         "\nif 'ids' in dir(): print(json.dumps({'took': took, 'n': len(ids), 'setup': globals().get('setup', 0.0), "
+        "'whole': ended - LAUNCHED - globals().get('harness', 0.0) if 'ended' in dir() else None, "
         "'sha': hashlib.sha256(str(ids).encode()).hexdigest()}))\n"
     )
     start = time.perf_counter()
+    prelude += f"LAUNCHED = {time.time()!r}\n"
     proc = subprocess.Popen([sys.executable, "-c", prelude + code + epilogue], stdout=subprocess.PIPE, text=True)
     peak = [0]
     sampler = threading.Thread(target=_sample_memory, args=(proc, peak), daemon=True)
@@ -455,7 +557,13 @@ def _sample_memory(proc: subprocess.Popen, peak: list) -> None:
         time.sleep(0.05)
 
 
+BASELINE: str | None = None  # --baseline: a checkout of bpecli whose "bpecli" job runs beside this one's
+
+
 def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
+    if BASELINE and "bpecli" in jobs:  # the baseline right after this code, as a peer
+        ours = {"bpecli": jobs["bpecli"], "baseline": f"import sys; sys.path.insert(0, {BASELINE!r})\n" + jobs["bpecli"]}
+        jobs = {**ours, **{name: code for name, code in jobs.items() if name != "bpecli"}}
     runs: dict[str, list[dict]] = {name: [] for name in jobs}
     peaks: dict[str, float] = {}
     for number in range(repeat + 1):  # interleaved, so that noise on the shared machine hits both alike
@@ -486,22 +594,58 @@ def compare(jobs: dict[str, str], values: dict, repeat: int, size: int) -> None:
         for peer in peers:
             print(f"ratio {ours} / {peer}, with import and loading: {whole[ours] / whole[peer]:.2f}x "
                   f"(throughput {whole[peer] / whole[ours]:.2f}x)")
+    if all(r.get("whole") for rs in runs.values() for r in rs):  # whole processes, from launch to the end of the work
+        whole = {name: statistics.median(r["whole"] for r in rs) for name, rs in runs.items()}
+        for name, rs in runs.items():
+            times = ", ".join(f"{r['whole']:.2f}" for r in rs)
+            print(f"{name:>14}: whole process, median {whole[name]:6.2f} s  runs [{times}]")
+        for peer in peers:
+            print(f"ratio {ours} / {peer}, whole process: {whole[ours] / whole[peer]:.2f}x")
     shas = {name: {r.get("sha") for r in rs} for name, rs in runs.items()}
     if all(None not in s for s in shas.values()):
         print("ids identical:", len(set().union(*shas.values())) == 1)
 
 
+# The merge lists the trainer must keep giving: sha256(repr(merges))[:8] of train(..., special_tokens=[SPECIAL]).
+KNOWN_MERGES = {("kernel-docs", 10_000): "05becf1f", ("largest", 32_000): "63746aac", ("kernel-docs", 200_000): "7f6faafc"}
+
+HASH_JOB = """
+import hashlib
+from bpecli import train
+merges = train([CORPUS], vocab_size=VOCAB, special_tokens=[SPECIAL], workers=2).trained_merges
+print(hashlib.sha256(repr(list(merges)).encode()).hexdigest()[:8])
+"""
+
+
+def merge_hashes(corpora: list[str]) -> None:
+    """The hash of each known merge list, trained by this code, beside the one it must equal
+    ("largest" holds this machine's Python files: another machine, another corpus and hash)."""
+    for (name, vocab), known in KNOWN_MERGES.items():
+        corpus = corpus_path(None if name == "kernel-docs" else name)
+        out = subprocess.run([sys.executable, "-c", f"CORPUS = {corpus!r}\nSPECIAL = {SPECIAL!r}\nVOCAB = {vocab}\n" + HASH_JOB],
+                             check=True, capture_output=True, text=True).stdout.split()[-1]
+        print(f"{name}, vocab {vocab:,}: {out} (known {known}{', the same' if out == known else ''})")
+    for name in corpora:
+        corpus = corpus_path(name)
+        out = subprocess.run([sys.executable, "-c", f"CORPUS = {corpus!r}\nSPECIAL = {SPECIAL!r}\nVOCAB = 32000\n" + HASH_JOB],
+                             check=True, capture_output=True, text=True).stdout.split()[-1]
+        print(f"{name}, vocab 32,000: {out}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=["train", "encode", "shards", "shards-cl100k", "count", "startup", "pathological",
-                                         "dask", "memory", "gigatoken", "train-sizes", "report"])
+                                         "dask", "memory", "gigatoken", "train-sizes", "corpora", "encode-peers", "hashes", "report"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--corpus")
     parser.add_argument("--vocab", type=int, default=32000)
     parser.add_argument("--vocabs", default="50000,100000,200000")
     parser.add_argument("--peers", default="rustbpe")
     parser.add_argument("--tokens", type=int, default=1_000_000_000)
+    parser.add_argument("--baseline", help="a checkout of bpecli (e.g. `git archive main`) to run beside this code")
     args = parser.parse_args()
+    global BASELINE
+    BASELINE = args.baseline and str(Path(args.baseline).resolve())
     if args.what == "report":
         return report_benchmark(args.repeat, args.tokens)
     if args.what == "pathological":
@@ -509,6 +653,14 @@ def main() -> None:
         for name, path in pathological_corpora().items():
             print(f"{name}: {path}, {args.repeat} runs each")
             compare(ENCODE_JOBS, {"CORPUS": path, "GPT2_VOCAB": gpt2_vocab, "SPECIAL": SPECIAL}, args.repeat, os.path.getsize(path))
+        return
+    if args.what == "corpora":
+        for name in REAL_SIZES:
+            path = real_corpus(name)
+            print(f"{name}: {path} ({os.path.getsize(path) / 1e6:.1f} MB)")
+        return
+    if args.what == "hashes":
+        merge_hashes(args.corpus.split(",") if args.corpus else [])
         return
     corpus = corpus_path(args.corpus)
     gpt2_vocab = str(SHARED / "fixtures" / "cs336" / "gpt2_vocab.json")
@@ -522,6 +674,14 @@ def main() -> None:
         for name, tokenizer in (("GPT-2", gpt2_vocab), ("cl100k_base", cl100k_file())):
             print(f"encode --out, {name}, 2 workers vs gigatoken encode_files + np.save")
             compare(GIGATOKEN_SHARD_JOBS, {**values, "TOKENIZER": tokenizer}, args.repeat, size)
+        return
+    if args.what == "encode-peers":
+        size = os.path.getsize(corpus)
+        print("encode --out, GPT-2, 2 workers vs gigatoken encode_files + np.save")
+        compare(GIGATOKEN_SHARD_JOBS, {**values, "TOKENIZER": gpt2_vocab}, args.repeat, size)
+        print("encode --out, cl100k_base, 2 workers vs gigatoken and quicktok encode_batch, 2 threads (+ np.save)")
+        jobs = {**GIGATOKEN_SHARD_JOBS, "quicktok": QUICKTOK_SHARD_JOB}
+        compare(jobs, {**values, "TOKENIZER": cl100k_file()}, args.repeat, size)
         return
     if args.what == "train-sizes":
         for vocab in map(int, args.vocabs.split(",")):

@@ -154,3 +154,22 @@ def test_group_puts_equal_values_together_even_when_their_slots_collide():
         first, number = group(values)
         assert (values[first][number] == values).all()
         assert len(first) == len(np.unique(values))
+
+
+def test_the_piece_table_grows_to_at_most_four_slots_a_piece():
+    """A worker's table of pieces is most of its memory: growing keeps it between a quarter and a
+    half full, and every piece is still found with its value."""
+    from bpecli.bulk.packing import pack_spans, piece_hash
+    from bpecli.bulk.tables import PieceTable
+
+    rng = np.random.default_rng(3)
+    pieces = np.unique(rng.integers(1 << 40, 1 << 56, 300_000))
+    data = pieces.astype("<u8").tobytes()
+    low, high = pack_spans(data, np.arange(len(pieces)) * 8, np.full(len(pieces), 7))
+    table = PieceTable()
+    for at in range(0, len(pieces), 50_000):
+        part = slice(at, at + 50_000)
+        table.insert(low[part], high[part], piece_hash(low[part], high[part]), np.arange(len(pieces))[part])
+        assert 2 * table.count <= len(table.high) <= 4 * table.count
+    slots = table.find(low, high, piece_hash(low, high))
+    assert (table.value[slots] == np.arange(len(pieces))).all()

@@ -107,3 +107,25 @@ def test_training_through_the_regex_gives_the_vectorised_merges(tmp_path, kernel
     assert counting.vectorised_splitter(custom) is None
     by_regex = train([path], vocab_size=600, special_tokens=["<|endoftext|>"], pattern=custom, workers=2)
     assert by_regex.merges == train([path], vocab_size=600, special_tokens=["<|endoftext|>"], workers=2).merges
+
+
+def test_counting_holds_per_distinct_state_not_a_number_per_occurrence(kernel_docs_sample, monkeypatch):
+    """A worker's memory while it counts a part is bounded by the part's distinct pieces, never by
+    its occurrences: eight copies of a text take about the memory of two (numpy's arrays are traced)."""
+    import tracemalloc
+
+    monkeypatch.setattr(counting, "FLUSH_PIECES", 1 << 16)
+    documents = [d.encode() for d in kernel_docs_sample[:2_000_000].split("<|endoftext|>")]
+
+    def peak(copies: int) -> int:
+        numbered = counting.Numbered()
+        counting.count_pieces(documents, gpt2_piece_starts, numbered)  # every distinct piece numbered first
+        tracemalloc.start()
+        counts = counting.count_pieces(documents * copies, gpt2_piece_starts, numbered)
+        _, top = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert counts.total() == copies * counting.count_pieces(documents, gpt2_piece_starts).total()
+        return top
+
+    two, eight = peak(2), peak(8)  # (one copy's peak is lower: its last batch is smaller)
+    assert eight - two < 2_000_000, (two, eight)  # holding a number per piece, it grew by some 40 MB

@@ -10,7 +10,7 @@ import numpy as np
 from ..arrays import spans, with_room
 from ..perthread import PerThread
 from .merge import bpe_batch, bpe_packed
-from .packing import document_batches, pack_pieces
+from .packing import document_batches, pack_by_size
 from .tables import PieceTable, Vocabulary, has_bits
 
 # Documents go through in batches of about this many bytes: arrays that fit the caches are several
@@ -25,21 +25,24 @@ COUNT_BITS = 4
 
 class Learned:
     """What one thread has encoded so far: short pieces in a PieceTable whose values point into
-    one growing array of ids; long pieces in a dict, by their bytes."""
+    one growing array of ids; long pieces in a dict, by their bytes. The array starts with the
+    ids of every piece of one or two bytes, two slots each by code (Vocabulary.small_piece_ids)."""
 
     LIMIT = 1 << 21  # short pieces kept before starting afresh (memory stays bounded)
 
-    def __init__(self):
+    def __init__(self, seed=None):
         self.table = PieceTable()
-        self.ids = np.empty(1 << 16, dtype=np.int64)
-        self.used = 0
+        self.seeded = 0 if seed is None else len(seed)
+        self.ids = np.empty(max(1 << 16, 2 * self.seeded), dtype=np.int64)
+        self.ids[: self.seeded] = seed if seed is not None else []
+        self.used = self.seeded
         self.long_pieces: dict[bytes, tuple[int, ...]] = {}
 
     def short_ids(self, vocab: Vocabulary, low, high, mixed):
         """(where the ids of each packed piece start in self.ids, how many it has); BPE for the
         distinct pieces the table lacks, which it keeps."""
-        if self.table.count > self.LIMIT:  # start afresh: memory stays bounded
-            self.table, self.used = PieceTable(), 0
+        if self.table.count > self.LIMIT:  # start afresh (the seed stays): memory stays bounded
+            self.table, self.used = PieceTable(), self.seeded
 
         def bpe(new):
             ids, counts = bpe_packed(vocab, low[new], high[new])
@@ -71,15 +74,19 @@ class BulkEncoder:
     def __init__(self, vocab: Vocabulary, split):
         self.vocab = vocab
         self.split = split
-        self._learned = PerThread(Learned)
+        self._learned = PerThread(self._new_learned)
 
     def prepare(self) -> None:
         """Build the tables encoding reads now, e.g. before forking workers that then share them."""
         self.vocab.pair_table, self.vocab.inner_byte_pairs, self.vocab.edge_tokens, self.vocab.byte_ids
+        self.vocab.small_piece_ids
 
     def clear_cache(self) -> None:
         """Forget every piece encoded so far, in every thread."""
         self._learned.reset()
+
+    def _new_learned(self) -> Learned:
+        return Learned(self.vocab.small_piece_ids[0])
 
     @property
     def learned(self) -> Learned:
@@ -102,17 +109,23 @@ class BulkEncoder:
         doc_starts = np.cumsum(lengths) - lengths
         bounds = self.split_apart(data, self.split(data, doc_starts))
         starts = bounds[:-1]
-        short, low, high, mixed, long_at, long_codes, long_pieces = pack_pieces(data, bounds)
-        # where the ids of every piece are, and how many: short pieces' in the learned table (BPE
-        # for those it lacks); long ones' from the dict, written after the learned ids for now
+        small, codes, short, low, high, mixed, long_at = pack_by_size(data, bounds)
+        # where the ids of every piece are, and how many: pieces of one or two bytes' in the
+        # seed, by code; short pieces' in the learned table (BPE for those it lacks); long ones'
+        # from the dict, written after the learned ids for now
         learned = self.learned
         piece_starts = np.empty(len(starts), dtype=np.int64)
         piece_sizes = np.empty(len(starts), dtype=np.int64)
+        piece_starts[small], piece_sizes[small] = 2 * codes, self.vocab.small_piece_ids[1][codes]
         piece_starts[short], piece_sizes[short] = learned.short_ids(self.vocab, low, high, mixed)
         if len(long_at):
             cache = learned.long_pieces
             if len(cache) > CACHE_LIMIT:
                 cache.clear()
+            index: dict[bytes, int] = {}
+            long_codes = np.array([index.setdefault(data[a:b], len(index)) for a, b in
+                                   zip(starts[long_at].tolist(), bounds[long_at + 1].tolist())], dtype=np.int64)
+            long_pieces = list(index)
             long_ids: list = list(map(cache.get, long_pieces))
             cold = [i for i, found in enumerate(long_ids) if found is None]
             for i, found in zip(cold, bpe_batch(self.vocab, [long_pieces[i] for i in cold])):
@@ -121,20 +134,23 @@ class BulkEncoder:
             at = learned.scratch(np.fromiter(chain.from_iterable(long_ids), dtype=np.int64, count=int(long_sizes.sum())))
             piece_starts[long_at] = (at + np.cumsum(long_sizes) - long_sizes)[long_codes]
             piece_sizes[long_at] = long_sizes[long_codes]
-        # every piece's first id in order; then, in one insertion, the other ids of the pieces that
-        # have more (a few), each before the next piece, and eot after every document
-        ids = learned.ids[piece_starts]
-        more = np.flatnonzero(piece_sizes > 1)
-        inserted_at = np.repeat(more + 1, piece_sizes[more] - 1)
-        inserted = learned.ids[spans(piece_starts[more] + 1, piece_sizes[more] - 1)]
-        # documents end where pieces do: a document's ids end where its last piece's ids end
-        pieces_before = np.searchsorted(starts, doc_starts + lengths, "left")
-        ends = np.concatenate(([0], np.cumsum(piece_sizes)))[pieces_before]
-        if eot is not None:  # (np.insert keeps the order of values for one index: eot last)
-            inserted_at = np.concatenate([inserted_at, pieces_before])
-            inserted = np.concatenate([inserted, np.full(len(pieces_before), eot)])
+        # where each piece's ids go: after those of the pieces before it and, with eot, one more
+        # for each document ended before it; then every piece's first id, the other ids of the
+        # pieces that have more (a few), and eot after every document, each written in place
+        pieces_before = np.searchsorted(starts, doc_starts + lengths, "left")  # documents end where pieces do
+        place = np.cumsum(piece_sizes)
+        ends = np.concatenate(([0], place))[pieces_before]
+        place -= piece_sizes
+        if eot is not None:
             ends = ends + np.arange(1, len(ends) + 1)
-        return np.insert(ids, inserted_at, inserted).astype(dtype, copy=False), ends
+            place += np.repeat(np.arange(len(pieces_before)), np.diff(np.concatenate(([0], pieces_before))))
+        out = np.empty(int(ends[-1]) if len(ends) else 0, dtype=dtype)
+        out[place] = learned.ids[piece_starts]
+        more = np.flatnonzero(piece_sizes > 1)
+        out[spans(place[more] + 1, piece_sizes[more] - 1)] = learned.ids[spans(piece_starts[more] + 1, piece_sizes[more] - 1)]
+        if eot is not None:
+            out[ends - 1] = eot
+        return out, ends
 
     def split_apart(self, data: bytes, bounds):
         """bounds with a cut added wherever no token can hold the two bytes on either side: BPE

@@ -32,10 +32,49 @@ def pack_pieces(data: bytes, bounds):
     return short, low, high, piece_hash(low, high), long_at, np.array(codes, dtype=np.int64), list(index)
 
 
-def pack_spans(data: bytes, starts, sizes):
+# Pieces of one or two bytes (about half of all in source code and prose) go by a code instead:
+# a byte b is b, two bytes a, b are 256 + (a | b << 8). Counting counts them in one dense array,
+# the bulk encoder reads their ids from one; they are never packed, hashed or looked up.
+SMALL_CODES = 256 + (1 << 16)
+
+
+def pack_by_size(data: bytes, bounds):
+    """(small, codes, packed, low, high, mixed, long_at) for the pieces data[bounds[i]:bounds[i + 1]]:
+    the numbers of those of one or two bytes (small) and their codes (see SMALL_CODES); of those
+    of 3 to 15 bytes (packed), packed as pack_spans does with their piece_hash; of the longer ones.
+
+    Example: b"a bcd" cut [0, 1, 2, 5] -> small [0, 1], codes [97, 32], packed [2] (b"bcd"), long_at []
+    """
+    starts, sizes = bounds[:-1], np.diff(bounds)
+    words = _words(data)
+    small = np.flatnonzero(sizes <= 2)
+    small_sizes = sizes[small]
+    # one byte: its byte; two: both, plus 256 (the mask keeps the second byte only for two)
+    codes = (words[starts[small]] & _LOW_MASKS[small_sizes]).astype(np.intp) + ((small_sizes - 1) << 8)
+    packed = np.flatnonzero((sizes > 2) & (sizes <= PACKED_BYTES))
+    low, high = pack_spans(data, starts[packed], sizes[packed], words)
+    return small, codes, packed, low, high, piece_hash(low, high), np.flatnonzero(sizes > PACKED_BYTES)
+
+
+def small_pieces(codes):
+    """(low, high) of the pieces of one or two bytes with these codes (see SMALL_CODES), packed
+    as pack_spans packs them."""
+    two = codes >= 256
+    low = np.where(two, codes - 256, codes).astype(np.uint64)
+    return low, (two.astype(np.uint64) + np.uint64(1)) << np.uint64(LENGTH_SHIFT)
+
+
+def _words(data: bytes) -> np.ndarray:
+    """The little-endian uint64 read at every byte offset of data (zeros past its end)."""
+    return np.ndarray((len(data) + 9,), dtype="<u8", buffer=data + bytes(16), strides=(1,))
+
+
+def pack_spans(data: bytes, starts, sizes, words=None):
     """(low, high): the bytes data[start : start + size] (size at most 15) as two uint64: bytes
-    0-7 little-endian in low, bytes 8-14 in high with the size in its top byte."""
-    words: np.ndarray = np.ndarray((len(data) + 9,), dtype="<u8", buffer=data + bytes(16), strides=(1,))
+    0-7 little-endian in low, bytes 8-14 in high with the size in its top byte. words: the
+    8-byte words at every offset of data (as made here), if the caller has them."""
+    if words is None:
+        words = _words(data)
     low = words[starts] & _LOW_MASKS[sizes]
     high = sizes.astype(np.uint64) << np.uint64(LENGTH_SHIFT)
     beyond = np.flatnonzero(sizes > 8)  # most pieces are shorter: their high word is the length alone

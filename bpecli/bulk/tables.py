@@ -9,7 +9,7 @@ import numpy as np
 
 from ..arrays import spans
 from ..bpe import BYTE_TOKENS
-from .packing import GOLDEN, PACKED_BYTES, distinct_packed, pack_spans, piece_hash
+from .packing import GOLDEN, PACKED_BYTES, SMALL_CODES, distinct_packed, pack_spans, piece_hash, small_pieces
 
 NO_RANK = np.int32(np.iinfo(np.int32).max)  # what a lookup gives for a pair that is no token (ranks are int32)
 # Lookups of more pairs than this go in blocks, so their temporaries stay small.
@@ -74,6 +74,22 @@ class Vocabulary:
         short = np.flatnonzero(sizes <= PACKED_BYTES)
         low, high = pack_spans(data, starts[short], sizes[short])
         return PieceTable.of(low, high, values[short])
+
+    @cached_property
+    def small_piece_ids(self):
+        """(ids, counts): the ids of every piece of one or two bytes by its code (packing.SMALL_CODES),
+        two slots each (ids[2 * code], and ids[2 * code + 1] if counts[code] is 2): a piece that is a
+        token is that token, else its two bytes' tokens (no pair of bytes merges to anything else)."""
+        codes = np.arange(SMALL_CODES)
+        low, high = small_pieces(codes)
+        tokens = self.short_tokens
+        slots = tokens.find(low, high, piece_hash(low, high))
+        whole = slots >= 0
+        byte_ids = self.byte_ids
+        ids = np.empty((SMALL_CODES, 2), dtype=np.int64)
+        ids[:, 0] = np.where(whole, tokens.value[slots], byte_ids[(low & np.uint64(0xFF)).astype(np.intp)])
+        ids[:, 1] = byte_ids[(low >> np.uint64(8)).astype(np.intp) & 0xFF]
+        return ids.ravel(), np.where(whole, 1, 2)
 
     @cached_property
     def longest_token(self) -> int:
@@ -240,7 +256,9 @@ class PieceTable:
         if 2 * (self.count + len(low)) > len(self.high):  # keep the load under one half
             kept = np.flatnonzero(self.high)
             old = self.low[kept], self.high[kept], self.value[kept]
-            self._allocate((4 * (self.count + len(low))).bit_length())
+            # twice the pieces, rounded up to a power of two: a load of a quarter to a half after
+            # growing (four to eight times as many slots took twice the memory for few probes less)
+            self._allocate((2 * (self.count + len(low)) - 1).bit_length())
             self._place(old[0], old[1], piece_hash(old[0], old[1]), old[2])
         self._place(low, high, mixed, values)
 
