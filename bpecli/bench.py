@@ -11,7 +11,7 @@ from itertools import chain
 
 from .corpus import input_kind, read_records, read_text, redact
 from .errors import BpecliError, InputError
-from .executor import map_in_order
+from .parallel import map_in_order
 from .bulk import join_encoded
 from .tokenizer import Tokenizer
 

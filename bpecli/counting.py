@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .corpus import Part, read_document_bytes, read_documents
-from .executor import map_in_order
+from .parallel import map_in_order
 from .normalize import normalizer
 from .bulk.packing import (LENGTH_SHIFT, PACKED_ROW_BYTES, SMALL_CODES, distinct_packed, document_batches, pack_by_size,
                            pack_pieces, piece_hash, small_pieces)
@@ -155,7 +155,7 @@ class Total:
 
 @dataclass(frozen=True)
 class _Counter:
-    """What each worker needs to count a part: made once per worker (see executor.map_in_order)."""
+    """What each worker needs to count a part: made once per worker (see parallel.map_in_order)."""
 
     pattern: str
     split: object  # the vectorised splitter, or None for the regex

@@ -31,7 +31,7 @@ import numpy as np
 from .corpus import (Part, check_apart, document_parts, input_bytes, input_pairs, input_stat, is_uri, parse_id,
                      read_document_bytes, read_documents, shown)
 from .errors import BpecliError, InputError, OutputError
-from .executor import map_in_order
+from .parallel import map_in_order
 from .progress import progress_bar
 from . import folders
 from .folders import file_sha256, locked, write_file, write_json_atomically
@@ -231,7 +231,7 @@ def write_shards(
     Every document is encoded on its own (special tokens in it count as text), preceded by bos
     and followed by eot (either may be None). With val_fraction, about that fraction of the
     documents goes to val_* shards and the rest to train_* (see in_validation). The result depends only on the inputs, the tokenizer and these options, never on workers
-    nor on where they run (a Dask cluster's, given its scheduler: see executor.map_in_order).
+    nor on where they run (a Dask cluster's, given its scheduler: see parallel.map_in_order).
     progress, if given, makes the bar: progress("encoding", total bytes, "B") (see progress.progress_bar).
     """
     if shard_tokens < 1:
@@ -904,7 +904,7 @@ class _ShardWriter:
 
 @dataclass(frozen=True)
 class _Encoder:
-    """What each worker needs to encode a part: made once per worker (see executor.map_in_order)."""
+    """What each worker needs to encode a part: made once per worker (see parallel.map_in_order)."""
 
     tokenizer: Tokenizer
     eot: int | None
@@ -963,7 +963,7 @@ def _parts_from(parts: Iterator[Part], first: int, writer, separators, text_colu
 
 def _encode_in_order(numbered: Iterator[tuple[int, Part]], workers: int, scheduler: str | None, args: tuple):
     """(index, part, _encode_part(part)) in order, by `workers` processes or a Dask cluster (see
-    executor.map_in_order)."""
+    parallel.map_in_order)."""
     taken: deque = deque()
 
     def parts():

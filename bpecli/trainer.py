@@ -15,7 +15,7 @@ from .arrays import with_room, without_overlaps
 from .corpus import PART_BYTES, document_parts, input_bytes, input_pairs
 from .errors import BpecliError, InputError
 from .counting import PieceCounts, count_pretokens
-from .executor import parallelism
+from .parallel import parallelism
 from .progress import progress_bar
 from .normalize import check as check_normalize
 from .pretokenize import SAFE_CUT, document_separators, is_preset, resolve_pattern
@@ -630,7 +630,7 @@ def train(
 ) -> Tokenizer:
     """Train a byte-level BPE on the documents of inputs (text, JSONL, Parquet, compressed: see
     corpus.document_parts; paths, URIs or (path, label) pairs), counted by `workers` processes or
-    the workers of a Dask cluster (scheduler: see executor.map_in_order): byte b has id b, merge i id 256 + i,
+    the workers of a Dask cluster (scheduler: see parallel.map_in_order): byte b has id b, merge i id 256 + i,
     and the special tokens take the last ids in the order given. normalize names the steps
     (normalize.STEPS: nfkc, lowercase...) applied to every document first, and by encode. progress, if given, makes a bar
     for each stage: progress(description, total, unit) -> an object with update(n) and close().

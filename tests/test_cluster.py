@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bpecli import cluster
+from bpecli.parallel import dask as cluster
 from bpecli.shards import write_shards
 from bpecli.trainer import train
 
@@ -292,7 +292,7 @@ def _dies(_, item):
 def test_workers_dying_on_one_part_again_and_again_is_one_error():
     """Dask gives up on a task that killed its workers (KilledWorker): one error, not its traceback."""
     from bpecli.errors import BpecliError
-    from bpecli.executor import map_in_order
+    from bpecli.parallel import map_in_order
 
     import dask
 

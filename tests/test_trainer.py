@@ -134,7 +134,7 @@ def test_fast_trainer_matches_the_naive_one_on_any_small_corpus(counts, n_merges
 
 
 def test_training_without_special_tokens_counts_in_parallel_with_the_same_merges(tmp_path, fixtures):
-    from bpecli.executor import available_cpus
+    from bpecli.parallel import available_cpus
 
     path = tmp_path / "t.txt"
     path.write_text((fixtures / "corpus.en").read_text(encoding="utf-8"), encoding="utf-8")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..executor import map_in_order
+from ..parallel import map_in_order
 from ..shards import JOURNAL, MANIFEST, UNREADABLE, checked_shard, index_name, read_manifest, read_shard
 from ..tokenizer import Tokenizer, render_token
 
