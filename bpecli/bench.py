@@ -9,7 +9,8 @@ import sys
 import time
 from itertools import chain
 
-from .corpus import input_kind, read_records, read_text, redact
+from .inputs.documents import read_records, read_text
+from .inputs.sources import input_kind, redact
 from .errors import BpecliError, InputError
 from .parallel import map_in_order
 from .bulk import join_encoded

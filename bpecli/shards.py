@@ -28,14 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from .corpus import (Part, check_apart, document_parts, input_bytes, input_pairs, input_stat, is_uri, parse_id,
-                     read_document_bytes, read_documents, shown)
+from .inputs.documents import Splitters, parse_id, read_documents, shown
+from .inputs.parts import Part, document_parts
+from .inputs.sources import check_apart, input_bytes, input_pairs, input_stat, is_uri
 from .errors import BpecliError, InputError, OutputError
 from .parallel import map_in_order
 from .progress import progress_bar
 from . import folders
 from .folders import file_sha256, locked, write_file, write_json_atomically
-from .pretokenize import DEFAULT_EOT, document_separators, special_byte_splitter, special_splitter
+from .pretokenize import DEFAULT_EOT, document_separators
 from .tokenizer import Tokenizer
 
 MANIFEST = "manifest.json"
@@ -911,25 +912,20 @@ class _Encoder:
     bos: int | None
     val_fraction: float | None
     dtype: str
-    splitter: object  # the special-token splitter for text inputs
-    byte_splitter: object  # the same for UTF-8 bytes
+    splitters: Splitters  # what ends a document in text
     text_column: str
     errors: str
 
 
 def _setup(tokenizer: Tokenizer, eot, bos, val_fraction, dtype, separators, text_column, errors) -> _Encoder:
-    return _Encoder(tokenizer, eot, bos, val_fraction, dtype, special_splitter(separators), special_byte_splitter(separators),
-                    text_column, errors)
+    return _Encoder(tokenizer, eot, bos, val_fraction, dtype, Splitters.of(separators), text_column, errors)
 
 
 def _encode_part(encoder: _Encoder, part: Part) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, str]:
     """([(ids, where each document's ids end)] for each split, bytes read, their sha256) for one part."""
-    documents: list[str] | list[bytes]
-    if part.kind == "text" and encoder.errors == "strict" and not encoder.tokenizer.normalize:  # what the bulk engine reads
-        documents, n_bytes, digest = read_document_bytes(part, splitter=encoder.byte_splitter)
-    else:
-        documents, n_bytes, digest = read_documents(part, splitter=encoder.splitter, text_column=encoder.text_column,
-                                                    errors=encoder.errors)
+    # the bulk engine reads UTF-8 bytes; normalization reads str
+    documents, n_bytes, digest = read_documents(part, splitters=encoder.splitters, text_column=encoder.text_column,
+                                                errors=encoder.errors, as_bytes=not encoder.tokenizer.normalize)
     if not encoder.val_fraction:
         return [_encode(encoder, documents)], n_bytes, digest
     validation = in_validation(documents, encoder.val_fraction)
@@ -950,12 +946,12 @@ def _encode(encoder: _Encoder, documents: list[str] | list[bytes]) -> tuple[np.n
 def _parts_from(parts: Iterator[Part], first: int, writer, separators, text_column, errors, progress) -> Iterator[tuple[int, Part]]:
     """(index, part) for the parts from number `first` on. Earlier ones were written by an
     interrupted run: they are read again (not encoded) to check that they are the same bytes."""
-    splitter = special_splitter(separators)
+    splitters = Splitters.of(separators)
     for index, part in enumerate(parts):
         if index >= first:
             yield index, part
             continue
-        _, _, digest = read_documents(part, splitter=splitter, text_column=text_column, errors=errors)
+        _, _, digest = read_documents(part, splitters=splitters, text_column=text_column, errors=errors)
         writer.read(index, part.label, digest)
         if progress is not None:
             progress.update(part.weight)

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from .arrays import with_room, without_overlaps
-from .corpus import PART_BYTES, document_parts, input_bytes, input_pairs
+from .inputs.parts import PART_BYTES, document_parts
+from .inputs.sources import input_bytes, input_pairs
 from .errors import BpecliError, InputError
 from .counting import PieceCounts, count_pretokens
 from .parallel import parallelism
@@ -629,7 +630,7 @@ def train(
     progress=None,
 ) -> Tokenizer:
     """Train a byte-level BPE on the documents of inputs (text, JSONL, Parquet, compressed: see
-    corpus.document_parts; paths, URIs or (path, label) pairs), counted by `workers` processes or
+    inputs.parts.document_parts; paths, URIs or (path, label) pairs), counted by `workers` processes or
     the workers of a Dask cluster (scheduler: see parallel.map_in_order): byte b has id b, merge i id 256 + i,
     and the special tokens take the last ids in the order given. normalize names the steps
     (normalize.STEPS: nfkc, lowercase...) applied to every document first, and by encode. progress, if given, makes a bar

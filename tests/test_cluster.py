@@ -100,9 +100,9 @@ def test_a_worker_killed_mid_run_is_retried_and_the_shards_are_the_same(local_cl
                                                                          monkeypatch):
     """The first finished part kills a worker process (its nanny starts another, which gets the
     tokenizer again): Dask runs its lost tasks elsewhere, and the output does not change."""
-    from bpecli import corpus as corpus_module
+    from bpecli.inputs import parts
 
-    monkeypatch.setattr(corpus_module, "PART_BYTES", 1 << 17)  # many parts, so some are lost with the worker
+    monkeypatch.setattr(parts, "PART_BYTES", 1 << 17)  # many parts, so some are lost with the worker
     client = cluster.connect(local_cluster.scheduler_address)
     killed = []
 

@@ -131,7 +131,7 @@ def test_a_pattern_that_backtracks_catastrophically_stops_with_one_error(short_b
     import time
 
     from bpecli import Tokenizer
-    from bpecli.corpus import document_parts
+    from bpecli.inputs.parts import document_parts
     from bpecli.counting import count_pretokens
     from bpecli.errors import BpecliError
     from bpecli.pretokenize import resolve_pattern, splitter

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpecli import corpus, folders, shards
+from bpecli import folders, shards
+from bpecli.inputs import parts as input_parts
 from bpecli.errors import BpecliError, InputError, OutputError
 from bpecli.report import shard_figures
 from bpecli.shards import verify, write_shards
@@ -23,7 +24,7 @@ EOT = 50256
 @pytest.fixture
 def small_parts(monkeypatch):
     """Parts of 64 KB, so that a 2 MB sample is many parts (and resuming has parts to skip)."""
-    monkeypatch.setattr(corpus, "PART_BYTES", 1 << 16)
+    monkeypatch.setattr(input_parts, "PART_BYTES", 1 << 16)
 
 
 @pytest.fixture(scope="module")
@@ -244,16 +245,16 @@ def test_a_pattern_without_the_vectorised_path_shards_the_same_ids(cl100k_file, 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from([b"a", b"bc", b"<s>", b"<t>", b"\n"]), max_size=60).map(b"".join), st.integers(1, 12))
-def test_cuts_are_at_the_first_special_token_after_each_guess(data, n_chunks):
-    """chunk_boundaries looks for all the tokens at once (one search, whichever comes first); the
+def test_cuts_are_at_the_first_special_token_after_each_guess(data, n_parts):
+    """part_boundaries looks for all the tokens at once (one search, whichever comes first); the
     cuts are those of looking for every token from every guess."""
     tokens = [b"<s>", b"<t>", b"<never>"]
-    step, expected = len(data) // n_chunks, [0]
-    for i in range(1, n_chunks):
+    step, expected = len(data) // n_parts, [0]
+    for i in range(1, n_parts):
         guess = max(i * step, expected[-1] + 1)
         expected.append(min([p for t in tokens if (p := data.find(t, guess)) != -1], default=len(data)))
-    expected = sorted(set(expected + [len(data)])) if n_chunks > 1 and data else [0, len(data)]
-    assert corpus.chunk_boundaries(data, n_chunks, tokens) == expected
+    expected = sorted(set(expected + [len(data)])) if n_parts > 1 and data else [0, len(data)]
+    assert input_parts.part_boundaries(data, n_parts, tokens) == expected
 
 
 # ---- what must never pass for finished: concurrent runs, changed inputs, overflowing ids ----
@@ -720,7 +721,7 @@ def interrupted(gpt2, kernel_docs_sample, tmp_path, monkeypatch):
     5,000 tokens, the last kept one ending inside a part."""
     corpus_path = tmp_path / "docs.txt"
     corpus_path.write_text(kernel_docs_sample[:300_000], encoding="utf-8")
-    monkeypatch.setattr(corpus, "PART_BYTES", 1 << 14)
+    monkeypatch.setattr(input_parts, "PART_BYTES", 1 << 14)
 
     def write(out, **options):
         return write_shards(gpt2, [str(corpus_path)], out, shard_tokens=5000, eot=EOT, **options)
