@@ -17,7 +17,7 @@ import pytest
 
 from bpecli.parallel import dask as cluster
 from bpecli.shards import write_shards
-from bpecli.trainer import train
+from bpecli.training import train
 
 distributed = pytest.importorskip("distributed")
 

@@ -5,9 +5,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from bpecli import counting
+from bpecli.training import counting
 from bpecli.inputs import parts as input_parts
-from bpecli.counting import PieceCounts, Total, count_pretokens
+from bpecli.training.counting import PieceCounts, Total, count_pretokens
 from bpecli.pretokenize import PATTERNS, compiled
 from bpecli.pretokenize.gpt2 import gpt2_piece_starts
 
@@ -100,7 +100,7 @@ def test_counting_stays_exact_when_the_hash_collides(monkeypatch):
 def test_training_through_the_regex_gives_the_vectorised_merges(tmp_path, kernel_docs_sample):
     """A custom pattern that finds the gpt2 pieces (gpt2's, in a group) counts with the regex,
     one document at a time, and trains the preset's merges."""
-    from bpecli.trainer import train
+    from bpecli.training import train
 
     path = tmp_path / "corpus.txt"
     path.write_text(kernel_docs_sample[:300_000], encoding="utf-8")

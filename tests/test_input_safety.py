@@ -438,7 +438,7 @@ def test_long_documents_encode_and_count_in_blocks_to_the_same_ids_and_counts(gp
     """A document past a batch is cut at safe cuts first: the ids and counts are those of the whole."""
     from collections import Counter
 
-    from bpecli.counting import COUNT_BATCH, count_pieces
+    from bpecli.training.counting import COUNT_BATCH, count_pieces
     from bpecli.pretokenize import PATTERNS, compiled, vectorised_splitter
 
     text = kernel_docs_sample.replace("<|endoftext|>", "") * 5  # ~10 MB: past the 4 MiB batch

@@ -15,16 +15,16 @@ from typing import cast
 
 import numpy as np
 
-from .inputs.documents import Splitters, read_documents
-from .inputs.parts import Part
-from .parallel import map_in_order
-from .normalize import normalizer
-from .bulk.packing import (LENGTH_SHIFT, PACKED_ROW_BYTES, SMALL_CODES, distinct_packed, document_batches, pack_by_size,
-                           pack_pieces, piece_hash, small_pieces)
-from .arrays import with_room
-from .perthread import PerThread
-from .bulk.tables import PieceTable
-from .pretokenize import safe_blocks, splitter, uncovered_error, vectorised_splitter
+from ..arrays import with_room
+from ..bulk.packing import (LENGTH_SHIFT, PACKED_ROW_BYTES, SMALL_CODES, distinct_packed, document_batches, pack_by_size,
+                            pack_pieces, piece_hash, small_pieces)
+from ..bulk.tables import PieceTable
+from ..inputs.documents import Splitters, read_documents
+from ..inputs.parts import Part
+from ..normalize import normalizer
+from ..parallel import map_in_order
+from ..perthread import PerThread
+from ..pretokenize import safe_blocks, splitter, uncovered_error, vectorised_splitter
 
 # Documents are counted in batches of about this many bytes (small arrays, small worker peaks);
 # a longer document is cut at safe cuts first.
