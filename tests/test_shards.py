@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpecli import folders, shards
+from bpecli import folders
+from bpecli.shards import encode, formats, layout, writer
+from bpecli.shards import journal as shard_journal
 from bpecli.inputs import parts as input_parts
 from bpecli.errors import BpecliError, InputError, OutputError
 from bpecli.report import shard_figures
@@ -208,14 +210,14 @@ def test_ids_that_do_not_fit_the_dtype_are_an_error(cl100k_file):
     from bpecli import Tokenizer
 
     with pytest.raises(BpecliError, match="uint16 cannot hold"):
-        shards.resolve_dtype(Tokenizer.load(cl100k_file), "uint16")
+        formats.resolve_dtype(Tokenizer.load(cl100k_file), "uint16")
 
 
 def test_a_full_disk_leaves_no_partial_shard(gpt2, sample_file, tmp_path, monkeypatch):
     def no_space(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(shards.os, "fsync", no_space)
+    monkeypatch.setattr(writer.os, "fsync", no_space)
     with pytest.raises(OutputError, match="No space left on device"):
         write_shards(gpt2, [str(sample_file)], tmp_path / "out", shard_tokens=100_000, eot=EOT)
     assert not (tmp_path / "out").exists()  # it held nothing finished: the folder made for it goes too
@@ -365,8 +367,8 @@ def test_ids_past_uint32_are_an_error_never_wrapped(tmp_path):
 
 def test_many_tiny_shards_do_not_rewrite_the_journal_each_time(gpt2, tmp_path, monkeypatch):
     writes = []
-    original = shards.write_json_atomically
-    monkeypatch.setattr(shards, "write_json_atomically", lambda doc, path: (writes.append(path.name), original(doc, path)))
+    original = folders.write_json_atomically
+    monkeypatch.setattr(folders, "write_json_atomically", lambda doc, path: (writes.append(path.name), original(doc, path)))
     (tmp_path / "a.txt").write_text("hello world " * 1000)
     run = write_shards(gpt2, [str(tmp_path / "a.txt")], tmp_path / "out", shard_tokens=1, eot=EOT)
     assert len(run.manifest["shards"]) == 2002  # 2001 tokens and the eot
@@ -488,7 +490,7 @@ def test_the_validation_split_is_by_document_whatever_the_workers_and_on_resume(
 
     # every document is whole on one side, in order; about a tenth of them is validation
     docs = documents(sample_file.read_text(encoding="utf-8"))
-    val = shards.in_validation(docs, 0.1)
+    val = encode.in_validation(docs, 0.1)
     assert 0.05 < val.mean() < 0.15
     for split, chosen in (("train", ~val), ("val", val)):
         expected = [i for d, c in zip(docs, chosen) if c for i in tiktoken_gpt2.encode_ordinary(d) + [EOT]]
@@ -506,13 +508,13 @@ def test_nanogpt_bins_are_the_raw_tokens_of_each_split(gpt2, sample_file, tmp_pa
         # as nanoGPT's train.py reads them
         raw = np.memmap(tmp_path / "nano" / f"{split}.bin", dtype=np.uint16, mode="r")
         assert raw.tolist() == split_ids(tmp_path / "npy", split)
-        assert shards.read_shard(tmp_path / "nano" / f"{split}.bin").tolist() == raw.tolist()
+        assert formats.read_shard(tmp_path / "nano" / f"{split}.bin").tolist() == raw.tolist()
     assert [s["file"] for s in run.manifest["shards"]] == ["train.bin", "val.bin"]
     assert verify(tmp_path / "nano") == []
     stray = tmp_path / "stray.bin"
     stray.write_bytes(b"\x00" * 64)
     with pytest.raises(InputError, match="no llm.c header"):
-        shards.read_shard(stray)
+        formats.read_shard(stray)
 
 
 def test_a_validation_fraction_outside_0_and_1_is_an_error(gpt2, sample_file, tmp_path):
@@ -568,7 +570,7 @@ def test_the_manifest_says_what_each_input_gave_each_split_resumed_or_not(gpt2, 
         assert read["written"] == {split: {k: totals[k] for k in ("tokens", "documents")} for split, totals in alone["splits"].items()}
     with pytest.raises(KeyboardInterrupt):
         write_shards(gpt2, inputs, tmp_path / "cut", progress=Interrupt(after=25), **options)
-    kept = json.loads((tmp_path / "cut" / shards.JOURNAL).read_text())["shards"]
+    kept = json.loads((tmp_path / "cut" / layout.JOURNAL).read_text())["shards"]
     assert any(s["file"].startswith("val_") for s in kept)  # both splits resume past their first parts
     assert write_shards(gpt2, inputs, tmp_path / "cut", **options).status == "resumed"
     assert (tmp_path / "cut" / "manifest.json").read_bytes() == (tmp_path / "whole" / "manifest.json").read_bytes()
@@ -582,8 +584,8 @@ def run_bpecli(*args, journal_every_shard=False, trace=None):
     import subprocess
     import sys
 
-    code = ("import sys\nfrom bpecli import shards\nfrom bpecli.cli import main\n"
-            + ("shards._ShardWriter.JOURNAL_SECONDS = 0\n" if journal_every_shard else "") + "main()\n")
+    code = ("import sys\nfrom bpecli.shards import journal\nfrom bpecli.cli import main\n"
+            + ("journal.JOURNAL_SECONDS = 0\n" if journal_every_shard else "") + "main()\n")
     command = [sys.executable, "-c", code, *map(str, args)]
     if trace is not None:
         command = ["strace", "-f", "-y", "-Z", "-e", "trace=write", "-o", str(trace), *command]
@@ -674,8 +676,8 @@ def test_a_manifest_that_cannot_be_written_after_the_journal_listed_the_last_sha
     command = ["encode", "-t", gpt2_vocab, corpus_file, "--shard-tokens", "1500", "-q", "--out"]
     assert run_bpecli(*command, tmp_path / "roomy").returncode == 0
     out = tmp_path / "out"
-    code = ("import sys\nfrom bpecli import shards\nfrom bpecli.cli import main\n"
-            "shards._ShardWriter.JOURNAL_SECONDS = 0\nmain()\n")
+    code = ("import sys\nfrom bpecli.shards import journal\nfrom bpecli.cli import main\n"
+            "journal.JOURNAL_SECONDS = 0\nmain()\n")
     import subprocess
     import sys
 
@@ -966,7 +968,7 @@ def test_shard_files_that_are_not_what_their_names_say_are_one_line(tmp_path):
         ("negative.bin", "not a readable shard (its llm.c header says -1 tokens, but it holds 10)"),
     ):
         with pytest.raises(InputError) as error:
-            shards.read_shard(tmp_path / name)
+            formats.read_shard(tmp_path / name)
         assert str(error.value) == f"{tmp_path / name}: {message}" and "allow_pickle" not in str(error.value)
 
 
@@ -976,10 +978,10 @@ def test_decoding_a_shard_names_a_bad_id_as_it_is_written(gpt2, tmp_path):
     for ids, bad in (([31373, 2**64 - 1], "18446744073709551615"), ([31373, 2**63], "9223372036854775808")):
         np.save(tmp_path / "u64.npy", np.array(ids, dtype=np.uint64))
         with pytest.raises(UnknownIdError, match=f"^id {bad} is not in the vocabulary$"):
-            gpt2.decode(shards.read_shard(tmp_path / "u64.npy"))
+            gpt2.decode(formats.read_shard(tmp_path / "u64.npy"))
     np.save(tmp_path / "neg.npy", np.array([31373, -5], dtype=np.int64))
     with pytest.raises(UnknownIdError, match="^id -5 is not in the vocabulary$"):
-        gpt2.decode(shards.read_shard(tmp_path / "neg.npy"))
+        gpt2.decode(formats.read_shard(tmp_path / "neg.npy"))
 
 
 @pytest.mark.system
@@ -1001,7 +1003,7 @@ def test_a_kill_9_before_any_step_of_writing_a_shard_leaves_a_folder_the_rerun_f
     reference = shard_bytes(tmp_path / "roomy")
     n = len(json.loads((tmp_path / "roomy" / "manifest.json").read_text())["shards"])
     assert n > 2
-    code = "from bpecli import shards\nfrom bpecli.cli import main\nshards._ShardWriter.JOURNAL_SECONDS = 0\nmain()\n"
+    code = "from bpecli.shards import journal\nfrom bpecli.cli import main\njournal.JOURNAL_SECONDS = 0\nmain()\n"
     quiet = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # no .pyc renamed into place by python itself
     for syscall in ("fsync", "rename"):
         for when in (1, 2, 3, 3 * n - 2, 3 * n - 1, 3 * n, 3 * n + 1):  # the first shard, the last, the manifest
@@ -1043,15 +1045,15 @@ def test_an_interrupt_before_any_step_of_writing_a_shard_leaves_nothing_partial(
     options = dict(shard_tokens=1500, eot=EOT)
     n = len(write_shards(gpt2, [str(corpus_file)], tmp_path / "roomy", **options).manifest["shards"])
     reference = shard_bytes(tmp_path / "roomy")
-    monkeypatch.setattr(shards._ShardWriter, "JOURNAL_SECONDS", 0)
+    monkeypatch.setattr(shard_journal, "JOURNAL_SECONDS", 0)
     for when in range(1, 3 * n + 2):  # three of each per shard (the shard, its index, the journal), and the manifest's
         out = tmp_path / f"{step}-{when}"
         stopping = _OsStoppingAt(step, when)  # one count for both modules that write the folder
-        monkeypatch.setattr(shards, "os", stopping)
+        monkeypatch.setattr(writer, "os", stopping)
         monkeypatch.setattr(folders, "os", stopping)
         with pytest.raises(KeyboardInterrupt):
             write_shards(gpt2, [str(corpus_file)], out, **options)
-        monkeypatch.setattr(shards, "os", os)
+        monkeypatch.setattr(writer, "os", os)
         monkeypatch.setattr(folders, "os", os)
         left = sorted(p.name for p in out.iterdir()) if out.exists() else []  # (gone if it held nothing yet)
         assert not [name for name in left if name.endswith(".partial")] and "manifest.json" not in left, (when, left)
