@@ -97,7 +97,7 @@ def test_out_is_never_an_input_nor_a_folder_holding_one(tmp_path):
     text = tmp_path / "data" / "t.txt"
     text.write_text("x")
     for out in (text, tmp_path / "data", tmp_path):
-        with pytest.raises(OutputError, match="choose an --out folder apart from the inputs"):
+        with pytest.raises(OutputError, match="choose an out_dir folder apart from the inputs"):
             sources.check_apart(out, [str(text)])
     sources.check_apart(tmp_path / "data" / "out", [str(text), "-"])
 

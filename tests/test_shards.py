@@ -188,7 +188,7 @@ def test_bad_inputs_are_clear_errors_and_leave_no_shard(gpt2, tmp_path):
     with pytest.raises(InputError, match=r"bad.jsonl:3: not valid JSON"):
         write_shards(gpt2, [str(bad)], tmp_path / "o1")
     bad.write_text('{"text": "fine"}\n{"body": "x"}\n', encoding="utf-8")
-    with pytest.raises(InputError, match=r"bad.jsonl:2: no field 'text'.*--text-column"):
+    with pytest.raises(InputError, match=r"bad.jsonl:2: no field 'text'.*name the text field with text_column"):
         write_shards(gpt2, [str(bad)], tmp_path / "o2")
 
     import pyarrow as pa
@@ -397,7 +397,7 @@ def test_parquet_text_in_other_arrow_types_reads_the_same(gpt2, tmp_path, kind):
     [
         ("lists", "text", r"holds lists \(list<\w+: string>\), not one text per row"),
         ("numbers", "text", "holds int64, not text"),
-        ("struct", "meta", "is a struct; name its text field with --text-column \\(meta.body\\)"),
+        ("struct", "meta", "is a struct; name its text field with text_column \\(meta.body\\)"),
         ("struct", "meta.nope", "has no field 'nope'"),
         ("nulls", "text", "row 2: column 'text' is null"),
     ],
@@ -518,7 +518,7 @@ def test_nanogpt_bins_are_the_raw_tokens_of_each_split(gpt2, sample_file, tmp_pa
 
 
 def test_a_validation_fraction_outside_0_and_1_is_an_error(gpt2, sample_file, tmp_path):
-    with pytest.raises(BpecliError, match="--val-fraction 1.5"):
+    with pytest.raises(BpecliError, match="val_fraction 1.5"):
         write_shards(gpt2, [str(sample_file)], tmp_path / "out", val_fraction=1.5)
 
 
@@ -750,7 +750,8 @@ def test_a_damaged_journal_is_refused_never_resumed(interrupted, tmp_path, damag
     before = shard_bytes(out)
     with pytest.raises(OutputError, match=r"\.bpecli-progress\.json: damaged \(.*" + message) as error:
         write(out)
-    assert str(error.value).endswith("encode again with --force to rebuild the folder")
+    assert str(error.value).endswith("encode again with force=True to rebuild the folder")
+    assert error.value.for_cli().endswith("encode again with --force to rebuild the folder")
     assert not (out / "manifest.json").exists()
     assert {name: data for name, data in shard_bytes(out).items() if not name.endswith(".partial")} == before
     assert write(out, force=True).status == "written" and concatenated(out).tolist() == whole.tolist()
@@ -887,7 +888,7 @@ def test_inspect_verify_of_a_local_folder_never_connects_out(finished):
 def test_inspect_checks_each_shard_against_the_manifest_before_counting_its_ids(finished):
     shard = finished / "shard_00000.npy"
     tokens = len(np.load(shard))
-    rebuild = "; encode again with --force to rebuild the folder"
+    rebuild = "; encode again with force=True to rebuild the folder"
     for ids, message in (
         (np.full(tokens, 2**15, dtype=np.int64), "holds int64 ids where the manifest says uint16" + rebuild),
         (np.full(tokens, 5, dtype=">u2"), "holds uint16 \\(big-endian\\) ids where the manifest says uint16" + rebuild),

@@ -13,7 +13,7 @@ from typing import Literal, overload
 
 import regex
 
-from ..errors import InputError
+from ..errors import InputError, arg
 from ..pretokenize import special_byte_splitter, special_splitter
 from .parts import MAX_ROW_GROUP_BYTES, Part, document_parts, parquet_text_column, row_group_too_large
 from .sources import MAX_DOCUMENT_BYTES, lines_before, open_input, read_bytes, read_range, redact, streams_spooled
@@ -103,7 +103,7 @@ def _document_bytes(part: Part, splitter: re.Pattern | None, checksum: bool) -> 
 def read_records(name: str, *, text_column: str = "text", errors: str = "strict") -> Iterator[tuple[int, str]]:
     """(line or row number, text) of every record of a JSONL or Parquet input (plain or
     compressed, a file, a stream or a URI), empty texts too, read a part at a time: the documents
-    train and encode --out read, one by one, for encode to print a line of ids each.
+    training and shards read, one by one, for encode to print a line of ids each.
 
     Example: a.jsonl holding {"text": "hi"}, a blank line, {"text": ""} -> (1, "hi"), (3, "")
     """
@@ -156,7 +156,7 @@ def _jsonl_records(text: str, part: Part, column: str, errors: str = "strict") -
             raise InputError(f"{where()}: a JSON {_json_kind(record)}, not an object with a {column!r} field")
         if column not in record:
             fields = ", ".join(map(repr, list(record)[:8])) or "none"
-            raise InputError(f"{where()}: no field {column!r} (fields: {fields}); name the text field with --text-column")
+            raise InputError(f"{where()}: no field {column!r} (fields: {fields}); name the text field with {arg('text_column')}")
         value = record[column]
         if not isinstance(value, str):
             raise InputError(f"{where()}: field {column!r} holds a JSON {_json_kind(value)}, not a string of text")
@@ -250,7 +250,7 @@ def text_parts(name: str, *, separators: list[str], safe_cut: str | None = None,
 
 def read_text(name: str, errors: str = "strict", hint: str | None = None) -> str:
     """The text of a file or stdin; hint is what to suggest for invalid UTF-8 (ERRORS_HINT where
-    the command has --errors)."""
+    the caller can read with errors="replace")."""
     return decode_utf8(read_bytes(name), "<stdin>" if name == "-" else redact(name), errors=errors, hint=hint)
 
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..errors import InputError
+from ..errors import InputError, arg
 from .sources import MAX_DOCUMENT_BYTES, RemoteBytes, input_kind, input_stat, is_stream, is_uri, lines_in, open_input, open_mmap
 
 # pyarrow is imported where it is used: only Parquet and compressed inputs need it.
@@ -228,7 +228,7 @@ def parquet_text_column(schema, column: str, label: str):
 
     names = column.split(".")
     if names[0] not in schema.names:
-        raise InputError(f"{label}: no column {column!r} (it has {', '.join(schema.names)}); name one with --text-column")
+        raise InputError(f"{label}: no column {column!r} (it has {', '.join(schema.names)}); name one with {arg('text_column')}")
     kind = schema.field(names[0]).type
     for depth, name in enumerate(names[1:], 1):
         if not pa.types.is_struct(kind) or kind.get_field_index(name) < 0:
@@ -238,12 +238,12 @@ def parquet_text_column(schema, column: str, label: str):
         kind = kind.value_type
     if pa.types.is_struct(kind):
         fields = ", ".join(f"{column}.{kind.field(i).name}" for i in range(kind.num_fields))
-        raise InputError(f"{label}: column {column!r} is a struct; name its text field with --text-column ({fields})")
+        raise InputError(f"{label}: column {column!r} is a struct; name its text field with {arg('text_column')} ({fields})")
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         raise InputError(f"{label}: column {column!r} holds lists ({kind}), not one text per row; "
-                         "flatten it first, or name another column with --text-column")
+                         f"flatten it first, or name another column with {arg('text_column')}")
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or str(kind) == "string_view"):
-        raise InputError(f"{label}: column {column!r} holds {kind}, not text; name a text column with --text-column")
+        raise InputError(f"{label}: column {column!r} holds {kind}, not text; name a text column with {arg('text_column')}")
     return names
 
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..errors import InputError, OutputError
+from ..errors import InputError, OutputError, arg
 from .utf8 import ERRORS_HINT, decode_utf8
 
 # pyarrow and tempfile are imported where they are used: a one-line encode of a local text file
@@ -68,7 +68,7 @@ _SECRET_PARAMETER = re.compile(r"([?&;][^=&;#\s]*(?:key|secret|token|passw|pwd|s
 
 def redact(text: str) -> str:
     """text with the credentials of every URI in it replaced by ***: what messages, progress,
-    --json, the manifest and the journal say of an input (its label).
+    JSON output, the manifest and the journal say of an input (its label).
 
     Example: "s3://KEY:SECRET@bucket/a.txt?secret_key=S" -> "s3://***@bucket/a.txt?secret_key=***"
     """
@@ -296,7 +296,7 @@ def _bounded(data, label: str):
 
 def _too_much(label: str) -> InputError:
     return InputError(f"{label}: over {MAX_DOCUMENT_BYTES >> 20} MiB, more than bpecli reads whole (is it an endless "
-                      "stream, such as /dev/zero?); a file is read in parts by encode, encode --out and train")
+                      f"stream, such as /dev/zero?); a file is read in parts by encode, encode {arg('out_dir')} and train")
 
 
 def spool(name: str, directory: str | None = None, separators: Sequence[str] = (), errors: str = "replace") -> str:
@@ -383,16 +383,17 @@ def input_bytes(inputs: list[tuple[str, str]]) -> int:
 
 
 def check_apart(out: str | Path, names: list[str]) -> None:
-    """--out may not be an input, nor a folder that holds one: writing it must never touch them.
+    """out may not be an input, nor a folder that holds one: writing it must never touch them.
     Either one a loop of symbolic links is an error here, before any work."""
-    target = _resolved(out, lambda: OutputError(f"--out {out} is a loop of symbolic links; choose another --out"))
+    target = _resolved(out, lambda: OutputError(f"{arg('out_dir')} {out} is a loop of symbolic links; "
+                                                f"choose another {arg('out_dir')}"))
     for name in names:
         if name == "-" or is_uri(name):
             continue
         path = _resolved(name, lambda: InputError(f"{name}: a loop of symbolic links, not a file"))
         if path == target or target in path.parents:
-            raise OutputError(f"--out {out} {'is' if path == target else 'holds'} the input {name}; "
-                              "choose an --out folder apart from the inputs")
+            raise OutputError(f"{arg('out_dir')} {out} {'is' if path == target else 'holds'} the input {name}; "
+                              f"choose an {arg('out_dir')} folder apart from the inputs")
 
 
 def _resolved(path: str | Path, loop) -> Path:

@@ -3,10 +3,10 @@ data that is compressed or Parquet rather than text."""
 
 from __future__ import annotations
 
-from ..errors import InputError
+from ..errors import InputError, arg
 
-# The hint for invalid UTF-8, for the commands that have --errors.
-ERRORS_HINT = "to carry on with U+FFFD in its place, use --errors replace"
+# The hint for invalid UTF-8, where the caller can read with errors="replace".
+ERRORS_HINT = f"to carry on with U+FFFD in its place, use {arg('errors', 'replace')}"
 
 # Leading bytes of compressed formats, to say so instead of "invalid UTF-8".
 _MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz",

@@ -23,7 +23,7 @@ from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import BpecliError
+from ..errors import BpecliError, arg
 from ..folders import Unreadable, parse_json, read_regular
 from .local import keep_freed_memory
 
@@ -46,7 +46,7 @@ def connect(scheduler: str) -> Any:
     """A client of the scheduler at an address (tcp://host:8786) or named by a scheduler file
     (the JSON `dask scheduler --scheduler-file` writes); one per scheduler, for this process."""
     if Client is None:
-        raise BpecliError("--scheduler needs Dask: pip install 'bpecli[dask]' (dask[distributed])")
+        raise BpecliError(f"{arg('scheduler')} needs Dask: pip install 'bpecli[dask]' (dask[distributed])")
     with _connecting:
         if scheduler not in _clients:
             if os.path.isfile(scheduler):
@@ -54,7 +54,7 @@ def connect(scheduler: str) -> Any:
             elif _ADDRESS.fullmatch(scheduler):
                 address = scheduler
             else:
-                raise BpecliError(f"--scheduler {scheduler}: no such scheduler file, nor an address such as "
+                raise BpecliError(f"{arg('scheduler')} {scheduler}: no such scheduler file, nor an address such as "
                                   "tcp://host:8786")
             # a lost worker is retried, not news; a lost scheduler is one error, without the client's
             # tracebacks of reconnecting (Dask's config gives distributed.client a level of its own)
@@ -118,7 +118,7 @@ def _address_in(path: str) -> str:
         try:
             data, _ = read_regular(path, _SCHEDULER_FILE_BYTES)
         except OSError as e:
-            raise BpecliError(f"--scheduler {path}: cannot read it ({e.strerror or e})") from None
+            raise BpecliError(f"{arg('scheduler')} {path}: cannot read it ({e.strerror or e})") from None
         except Unreadable as e:
             problem = f"it {e}"
             break
@@ -132,7 +132,7 @@ def _address_in(path: str) -> str:
             return address
         problem = "it has no \"address\" such as tcp://host:8786"
         break
-    raise BpecliError(f"--scheduler {path}: not a Dask scheduler file, {problem}; give the file `dask scheduler "
+    raise BpecliError(f"{arg('scheduler')} {path}: not a Dask scheduler file, {problem}; give the file `dask scheduler "
                       "--scheduler-file` writes, or the scheduler's address")
 
 

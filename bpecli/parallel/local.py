@@ -14,7 +14,7 @@ import signal
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..errors import BpecliError
+from ..errors import BpecliError, arg
 
 # multiprocessing and pickle are imported where workers start: a one-line encode, which imports
 # this module for keep_freed_memory, starts none.
@@ -108,7 +108,7 @@ class Workers:
                         code = self.processes[done_by].exitcode
                         raise BpecliError(
                             f"a worker process died (exit status {code}; killed, or out of memory?); "
-                            "rerun, perhaps with fewer --workers"
+                            f"rerun, perhaps with fewer {arg('workers')}"
                         ) from None
                     idle.append(done_by)
         finally:

@@ -106,7 +106,7 @@ def read_sample(path: str, separators: list[str], budget: int = SAMPLE_BYTES) ->
         try:
             texts, _, _ = read_documents(part, splitters=splitters, checksum=False)
         except InputError as e:  # inspect has no --errors to offer: measure on text that is UTF-8
-            message = str(e)
+            message = e.args[0]  # as raised: its arguments not yet spelled for Python or the shell
             if not message.endswith(f"; {ERRORS_HINT}"):
                 raise
             raise InputError(message.removesuffix(f"; {ERRORS_HINT}") + "; give a --corpus of valid UTF-8") from None

@@ -1,4 +1,4 @@
-"""The worker side of encode --out: the documents of a part encoded to ids for each split, in
+"""The worker side of write_shards: the documents of a part encoded to ids for each split, in
 worker processes or on a Dask cluster, and handed back in the order of the parts."""
 
 from __future__ import annotations

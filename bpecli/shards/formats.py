@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BpecliError, InputError
+from ..errors import BpecliError, InputError, arg
 from ..tokenizer import Tokenizer
 from .layout import MANIFEST, load_state
 
@@ -103,7 +103,7 @@ def resolve_dtype(tokenizer: Tokenizer, dtype: str = "auto") -> str:
                               "renumber its special tokens below 2**32")
         return "uint16" if top <= np.iinfo(np.uint16).max else "uint32"
     if dtype not in ("uint16", "uint32"):
-        raise BpecliError(f"--dtype {dtype!r}: expected auto, uint16 or uint32")
+        raise BpecliError(f"{arg('dtype')} {dtype!r}: expected auto, uint16 or uint32")
     if top > np.iinfo(dtype).max:
-        raise BpecliError(f"the tokenizer's ids go up to {top}, which {dtype} cannot hold; use --dtype uint32 or auto")
+        raise BpecliError(f"the tokenizer's ids go up to {top}, which {dtype} cannot hold; use {arg('dtype', 'uint32')} or auto")
     return dtype

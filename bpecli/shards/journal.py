@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import folders
-from ..errors import OutputError
+from ..errors import OutputError, arg
 from ..folders import file_sha256
 from .formats import shard_header
 from .layout import (JOURNAL, MANIFEST, PARTIAL, SHA256, SHARD_NAME, checked_shards, damaged, differences, is_file_here,
@@ -26,12 +26,12 @@ def prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
     records = [path for path in (manifest_path, journal_path) if path.exists()]
     if not any(map(_written_by_bpecli, records)):
         # shard names in a folder bpecli has no record in are someone else's (nanoGPT's own
-        # train.bin, say), and so is a manifest.json it did not write: never replaced, --force or not
+        # train.bin, say), and so is a manifest.json it did not write: never replaced, force or not
         foreign = sorted([p.name for p in out.iterdir() if SHARD_NAME.fullmatch(p.name)] + [p.name for p in records])
         if foreign:
             named = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
             raise OutputError(f"{out} holds {named}, which bpecli has no record of writing; move them away "
-                              "or choose another --out")
+                              f"or choose another {arg('out_dir')}")
     if force:
         clear(out, keep=set())
         return []
@@ -40,14 +40,14 @@ def prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
         differs = differences(manifest, settings)
         if not differs:
             return manifest
-        raise OutputError(f"{out} holds shards of another run ({'; '.join(differs)}); use --force to rebuild")
+        raise OutputError(f"{out} holds shards of another run ({'; '.join(differs)}); use {arg('force', True)} to rebuild")
     kept: list[dict] = []
     if journal_path.exists():
         journal = read_json(journal_path)
         there = journal.get("settings")
         differs = differences(there if isinstance(there, dict) else {}, settings)
         if differs:
-            raise OutputError(f"{out} holds an unfinished run of other settings ({'; '.join(differs)}); use --force to restart")
+            raise OutputError(f"{out} holds an unfinished run of other settings ({'; '.join(differs)}); use {arg('force', True)} to restart")
         recorded = journal.get("parts")
         if not isinstance(recorded, list) or not all(isinstance(d, str) and SHA256.fullmatch(d) for d in recorded):
             raise damaged(journal_path, "its list of the parts read is missing or malformed")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import folders
-from ..errors import InputError, OutputError
+from ..errors import InputError, OutputError, arg
 from ..inputs.sources import input_stat
 
 MANIFEST = "manifest.json"
@@ -78,7 +78,7 @@ def check_unchanged(pairs, settings) -> None:
     for (path, label), before in zip(pairs, settings["inputs"]):
         if input_identity(path, label) != before:
             raise InputError(f"{label} changed while bpecli read it; the shards written so far are kept "
-                             "unfinished: rerun once it no longer changes (--force starts afresh)")
+                             f"unfinished: rerun once it no longer changes ({arg('force', True)} starts afresh)")
 
 
 def settings_of(tokenizer, inputs, shard_tokens, eot, text_column, dtype, shard_format) -> dict:
@@ -145,7 +145,7 @@ def load_state(path: Path):
     return folders.parse_json(data)
 
 
-def read_json(path: Path, garbled: str = "use --force to rebuild") -> dict:
+def read_json(path: Path, garbled: str = f"use {arg('force', True)} to rebuild") -> dict:
     """A JSON object from a state file; garbled says what to do when it is not one."""
     try:
         document = load_state(path)
@@ -158,10 +158,10 @@ def read_json(path: Path, garbled: str = "use --force to rebuild") -> dict:
     return document
 
 
-REBUILD = "encode again with --force to rebuild the folder"
-# what inspect says of a manifest that is no JSON object: --force would not replace it (bpecli
+REBUILD = f"encode again with {arg('force', True)} to rebuild the folder"
+# what inspect says of a manifest that is no JSON object: force would not replace it (bpecli
 # cannot tell it wrote it), so a new folder is the way that works
-UNREADABLE = "inspect shows only folders bpecli encode finished: encode the corpus again into a new --out folder"
+UNREADABLE = f"inspect shows only folders bpecli encode finished: encode the corpus again into a new {arg('out_dir')} folder"
 
 
 def damaged(path: Path, what: str) -> OutputError:
@@ -173,14 +173,14 @@ def is_count(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def read_manifest(path: Path, garbled: str = "use --force to rebuild") -> dict:
+def read_manifest(path: Path, garbled: str = f"use {arg('force', True)} to rebuild") -> dict:
     """A manifest.json, checked to be one this bpecli can read and to be whole: its settings,
     its shards (see checked_shards) and its totals; garbled says what to do when it is no
     JSON object."""
     manifest = read_json(path, garbled)
     if manifest.get("format_version") != folders.FORMAT_VERSION:
         raise OutputError(f"{path}: format_version {manifest.get('format_version')} is not {folders.FORMAT_VERSION}; "
-                          "use the bpecli that wrote it, or encode again with --force")
+                          f"use the bpecli that wrote it, or encode again with {arg('force', True)}")
     checks = {
         "total_tokens": is_count, "total_documents": is_count, "text_column": lambda v: isinstance(v, str),
         "shard_tokens": lambda v: is_count(v) and v >= 1, "dtype": lambda v: v in ("uint16", "uint32"),

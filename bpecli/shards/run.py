@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import folders
-from ..errors import BpecliError, OutputError
+from ..errors import BpecliError, OutputError, arg
 from ..folders import locked
 from ..inputs.documents import parse_id, shown
 from ..inputs.parts import document_parts
@@ -47,12 +47,12 @@ def resolve_eot(tokenizer: Tokenizer, eot: str | None) -> int | None:
     """
     if eot is None:
         return tokenizer.special_tokens.get(DEFAULT_EOT)
-    return resolve_token(tokenizer, eot, "--eot")
+    return resolve_token(tokenizer, eot, "eot")
 
 
-def resolve_token(tokenizer: Tokenizer, token: str | None, option: str = "--bos") -> int | None:
+def resolve_token(tokenizer: Tokenizer, token: str | None, name: str = "bos") -> int | None:
     """The id of a token written around every document: None or "none" is nothing; else a
-    special token or an id of the tokenizer."""
+    special token or an id of the tokenizer. name is the argument it was given as, for the error."""
     if token is None or token == "none":
         return None
     if token in tokenizer.special_tokens:
@@ -61,7 +61,7 @@ def resolve_token(tokenizer: Tokenizer, token: str | None, option: str = "--bos"
     if number is not None and number in tokenizer.decoder:
         return number
     known = ", ".join(tokenizer.special_tokens) or "none"
-    raise BpecliError(f"{option} {shown(token)} is neither a special token of this tokenizer ({known}) nor an id in it")
+    raise BpecliError(f"{arg(name)} {shown(token)} is neither a special token of this tokenizer ({known}) nor an id in it")
 
 
 def write_shards(
@@ -92,15 +92,15 @@ def write_shards(
     progress, if given, makes the bar: progress("encoding", total bytes, "B") (see progress.progress_bar).
     """
     if shard_tokens < 1:
-        raise BpecliError("--shard-tokens must be at least 1")
+        raise BpecliError(f"{arg('shard_tokens')} must be at least 1")
     if shard_format not in SHARD_SUFFIX:
-        raise BpecliError(f"--shard-format {shard_format!r}: expected npy, llmc or nanogpt")
+        raise BpecliError(f"{arg('shard_format')} {shard_format!r}: expected npy, llmc or nanogpt")
     if val_fraction is not None and not 0 < val_fraction < 1:
-        raise BpecliError(f"--val-fraction {val_fraction}: expected a fraction between 0 and 1, e.g. 0.005")
+        raise BpecliError(f"{arg('val_fraction')} {val_fraction}: expected a fraction between 0 and 1, e.g. 0.005")
     if shard_format == "nanogpt":
         shard_tokens = UNBOUNDED
     if shard_format == "llmc" and shard_tokens > np.iinfo(np.int32).max:
-        raise BpecliError("--shard-tokens: llm.c's header counts tokens in an int32, so at most 2,147,483,647")
+        raise BpecliError(f"{arg('shard_tokens')}: llm.c's header counts tokens in an int32, so at most 2,147,483,647")
     started = time.perf_counter()
     out = Path(out_dir)
     pairs = input_pairs(inputs)
@@ -142,20 +142,20 @@ def write_shards(
 def _make_folder(out: Path) -> Path | None:
     """Make the folder out (and its parents); the topmost folder made, or None if out was there."""
     if out.exists() and not out.is_dir():
-        raise OutputError(f"{out} is a file, not a folder for shards; choose another --out")
+        raise OutputError(f"{out} is a file, not a folder for shards; choose another {arg('out_dir')}")
     made = next((folder for folder, parent in zip([out, *out.parents], out.parents) if parent.exists()), None)
     made = None if out.exists() else made
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise OutputError(f"cannot make {out} ({e.strerror or e}); choose an --out you can write to") from None
+        raise OutputError(f"cannot make {out} ({e.strerror or e}); choose an {arg('out_dir')} you can write to") from None
     return made
 
 
 @contextmanager
 def _unmade_on_failure(out: Path, made: Path | None):
     """On a failure, remove the folders _make_folder made if they hold nothing but the lock: a
-    run stopped by bad input leaves no empty --out behind (one that wrote shards keeps them for
+    run stopped by bad input leaves no empty out_dir behind (one that wrote shards keeps them for
     a rerun). It runs while the lock is held, so that no other run is writing there."""
     try:
         yield

@@ -44,6 +44,7 @@ def verify(out_dir: str | Path) -> list[str]:
         except InputError:  # a file no longer there: the shards do not need it
             continue
         if now != before:
+            # (a problem is a plain string, not an error: its flag stays as the command line spells it)
             problems.append(f"input {path} changed since these shards were written from it; encode again with --force")
     return problems
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import folders
-from ..errors import InputError, OutputError
+from ..errors import InputError, OutputError, arg
 from ..folders import file_sha256, write_file
 from .formats import shard_header
 from .journal import Journal, check_resume
@@ -77,7 +77,7 @@ class ShardWriter:
         be the same bytes, or the shards kept from it are stale."""
         if index < len(self.recorded) and self.recorded[index] != digest:
             raise InputError(f"{label} changed since the interrupted run wrote shards from it; "
-                             "use --force to encode it afresh")
+                             f"use {arg('force', True)} to encode it afresh")
         assert index == len(self.parts)
         self.parts.append((label, digest))
 

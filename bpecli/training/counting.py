@@ -19,6 +19,7 @@ from ..arrays import with_room
 from ..bulk.packing import (LENGTH_SHIFT, PACKED_ROW_BYTES, SMALL_CODES, distinct_packed, document_batches, pack_by_size,
                             pack_pieces, piece_hash, small_pieces)
 from ..bulk.tables import PieceTable
+from ..errors import arg
 from ..inputs.documents import Splitters, read_documents
 from ..inputs.parts import Part
 from ..normalize import normalizer
@@ -192,7 +193,7 @@ def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
         documents = list(map(counter.normalized, documents))
     if counter.split is not None:
         return count_pieces([d.encode("utf-8") for d in documents], counter.split, counter.numbered), part.weight
-    findall = splitter(counter.pattern, source="--pattern")
+    findall = splitter(counter.pattern, source=arg("pattern"))
     total = Total()
     for batch in document_batches(documents, 1 << 20):
         pieces = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..errors import BpecliError
+from ..errors import BpecliError, arg
 from ..tokenizer import MAX_ID
 from .counting import PieceCounts
 from .pairs import _Pairs
@@ -19,10 +19,10 @@ def merges_wanted(vocab_size: int, special_tokens: Sequence[str]) -> int:
     """How many merges a vocabulary of vocab_size leaves room for; an error if it is too small."""
     n_merges = vocab_size - 256 - len(special_tokens)
     if vocab_size > _MAX_VOCAB:
-        raise BpecliError(f"--vocab-size {vocab_size:,} is too large: ids are 32-bit, so at most {_MAX_VOCAB:,}")
+        raise BpecliError(f"{arg('vocab_size')} {vocab_size:,} is too large: ids are 32-bit, so at most {_MAX_VOCAB:,}")
     if n_merges < 0:
         raise BpecliError(
-            f"--vocab-size {vocab_size} is too small: it must hold the 256 byte tokens "
+            f"{arg('vocab_size')} {vocab_size} is too small: it must hold the 256 byte tokens "
             f"and {len(special_tokens)} special token(s), so at least {256 + len(special_tokens)}"
         )
     return n_merges
