@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import InputError, arg
-from .sources import MAX_DOCUMENT_BYTES, RemoteBytes, input_kind, input_stat, is_stream, is_uri, lines_in, open_input, open_mmap
+from .sources import (MAX_DOCUMENT_BYTES, RemoteBytes, input_kind, input_stat, is_stream, is_uri, lines_in, open_input,
+                      open_mmap)
 
 # pyarrow is imported where it is used: only Parquet and compressed inputs need it.
 

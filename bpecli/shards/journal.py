@@ -47,7 +47,8 @@ def prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
         there = journal.get("settings")
         differs = differences(there if isinstance(there, dict) else {}, settings)
         if differs:
-            raise OutputError(f"{out} holds an unfinished run of other settings ({'; '.join(differs)}); use {arg('force', True)} to restart")
+            raise OutputError(f"{out} holds an unfinished run of other settings ({'; '.join(differs)}); "
+                              f"use {arg('force', True)} to restart")
         recorded = journal.get("parts")
         if not isinstance(recorded, list) or not all(isinstance(d, str) and SHA256.fullmatch(d) for d in recorded):
             raise damaged(journal_path, "its list of the parts read is missing or malformed")
@@ -152,7 +153,8 @@ def check_resume(out: Path, last: dict, resume_part: int, skip: int, ids: np.nda
     (last) ends: skip ids into part resume_part, or the end of the part before it if skip is 0. A
     journal edited or damaged to point elsewhere would lose or repeat ids without it."""
     if part == resume_part and skip >= len(ids):
-        raise damaged(out / JOURNAL, f"{last['file']} is said to end {skip:,} ids into part {part:,}, which has {len(ids):,}")
+        raise damaged(out / JOURNAL, f"{last['file']} is said to end {skip:,} ids into part {part:,}, "
+                                     f"which has {len(ids):,}")
     before = ids[:skip] if part == resume_part else ids
     n = min(len(before), last["tokens"], RESUME_CHECK)
     with open(out / last["file"], "rb") as f:

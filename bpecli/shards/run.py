@@ -87,9 +87,10 @@ def write_shards(
 
     Every document is encoded on its own (special tokens in it count as text), preceded by bos
     and followed by eot (either may be None). With val_fraction, about that fraction of the
-    documents goes to val_* shards and the rest to train_* (see in_validation). The result depends only on the inputs, the tokenizer and these options, never on workers
-    nor on where they run (a Dask cluster's, given its scheduler: see parallel.map_in_order).
-    progress, if given, makes the bar: progress("encoding", total bytes, "B") (see progress.progress_bar).
+    documents goes to val_* shards and the rest to train_* (see encode.in_validation). The result
+    depends only on the inputs, the tokenizer and these options, never on workers nor on where
+    they run (a Dask cluster's, given its scheduler: see parallel.map_in_order). progress, if
+    given, makes the bar: progress("encoding", total bytes, "B") (see progress.progress_bar).
     """
     if shard_tokens < 1:
         raise BpecliError(f"{arg('shard_tokens')} must be at least 1")
