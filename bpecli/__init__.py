@@ -13,10 +13,10 @@ __all__ = ["BpecliError", "PATTERNS", "Tokenizer", "load", "train", "train_bpe"]
 
 
 def __getattr__(name: str):
-    """train and train_bpe load the trainer (and numpy) on first use, so that a shell one-liner
-    that only encodes starts fast."""
+    """train and train_bpe load the training package (and numpy) on first use, so that a shell
+    one-liner that only encodes starts fast."""
     if name in ("train", "train_bpe"):
-        from . import trainer
+        from . import training
 
-        return getattr(trainer, name)
+        return getattr(training, name)
     raise AttributeError(f"module 'bpecli' has no attribute {name!r}")

@@ -6,14 +6,22 @@ from __future__ import annotations
 import resource
 import statistics
 import sys
+import tempfile
 import time
 from itertools import chain
+from pathlib import Path
 
-from .corpus import input_kind, read_records, read_text, redact
-from .errors import BpecliError, InputError
-from .executor import map_in_order
+import numpy as np
+
 from .bulk import join_encoded
+from .errors import BpecliError, InputError, arg
+from .inputs.documents import read_records, read_text
+from .inputs.sources import input_kind, redact
+from .parallel import map_in_order
+from .pretokenize import document_separators, special_splitter, split_documents
 from .tokenizer import Tokenizer
+
+# tiktoken and tokenizers, the peers, are imported when asked for: they are optional extras.
 
 PEERS = ("tiktoken", "tokenizers")
 
@@ -32,9 +40,6 @@ def peer_encoder(name: str, tok: Tokenizer, workers: int):
             import tokenizers
         except ModuleNotFoundError:  # not installed; one that cannot load says why itself
             raise BpecliError("tokenizers is not installed; pip install tokenizers (or bpecli[bench])") from None
-        import tempfile
-        from pathlib import Path
-
         from .files import write_tokenizer_json
 
         with tempfile.TemporaryDirectory() as folder:
@@ -45,7 +50,7 @@ def peer_encoder(name: str, tok: Tokenizer, workers: int):
             return [e.ids for e in hf.encode_batch(docs, add_special_tokens=False)]
 
         return encode, lambda ids: hf.decode(ids, skip_special_tokens=False)
-    raise BpecliError(f"--against {name!r}: expected one of {', '.join(PEERS)}")
+    raise BpecliError(f"{arg('against')} {name!r}: expected one of {', '.join(PEERS)}")
 
 
 def bench(
@@ -58,12 +63,12 @@ def bench(
     "ratio": 1.4, "identical": True}
     """
     if repeat < 1:
-        raise BpecliError("--repeat must be at least 1")
+        raise BpecliError(f"{arg('repeat')} must be at least 1")
     if input_kind(corpus)[0] == "text":
         text = read_text(corpus)
         documents = [d for d in _split(tok, text) if d]
         n_bytes = len(text.encode("utf-8"))
-    else:  # JSONL, Parquet: their records' text, as train and encode --out read them
+    else:  # JSONL, Parquet: their records' text, as training and shards read them
         documents = [d for _, d in read_records(corpus) if d]
         n_bytes = sum(len(d.encode("utf-8")) for d in documents)
     if not documents:
@@ -112,24 +117,18 @@ def bench(
 
 def _flatten(id_lists: list[list[int]]):
     """A peer's ids per document as (all ids, where each document's ids end), like ours."""
-    import numpy as np
-
     sizes = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
     ids = np.fromiter(chain.from_iterable(id_lists), dtype=np.int64, count=int(sizes.sum()))
     return ids, np.cumsum(sizes)
 
 
 def _split(tok: Tokenizer, text: str) -> list[str]:
-    """The documents of a text input, as encode --out cuts them."""
-    from .pretokenize import document_separators, special_splitter, split_documents
-
+    """The documents of a text input, as write_shards cuts them."""
     return split_documents(text, special_splitter(document_separators(tok.special_tokens)))
 
 
 def _compare(ours: tuple, theirs: tuple) -> tuple[bool, dict | None]:
     """(identical, None), or (False, where the first difference is: document, token, ids there)."""
-    import numpy as np
-
     (a, a_ends), (b, b_ends) = ours, theirs
     if len(a) == len(b) and np.array_equal(a, b) and np.array_equal(a_ends, b_ends):
         return True, None

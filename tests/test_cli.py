@@ -828,8 +828,9 @@ def test_a_tight_memory_limit_is_one_line_never_a_traceback(small_corpora, gpt2_
 
 
 def test_out_of_memory_without_a_limit_names_workers_only_where_they_run(gpt2_vocab, tmp_path, monkeypatch):
-    from bpecli import cli, trainer
+    from bpecli import cli
     from bpecli.tokenizer import Tokenizer
+    from bpecli.training import pipeline
 
     if cli._memory_limit() is not None:
         pytest.skip("this process runs under a memory limit")
@@ -839,7 +840,7 @@ def test_out_of_memory_without_a_limit_names_workers_only_where_they_run(gpt2_vo
 
     monkeypatch.setattr(Tokenizer, "encode", no_memory)
     assert one_line_error(run("encode", "-t", gpt2_vocab, input="hello")) == "bpecli: error: out of memory; use smaller inputs"
-    monkeypatch.setattr(trainer, "count_pretokens", no_memory)
+    monkeypatch.setattr(pipeline, "count_pretokens", no_memory)
     corpus = tmp_path / "docs.txt"
     corpus.write_text("hello world")
     assert one_line_error(run("train", corpus, "--vocab-size", 300, "--out", tmp_path / "tok", "--workers", 2)) == \

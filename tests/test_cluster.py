@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from bpecli import cluster
+from bpecli.parallel import dask as cluster
 from bpecli.shards import write_shards
-from bpecli.trainer import train
+from bpecli.training import train
 
 distributed = pytest.importorskip("distributed")
 
@@ -100,9 +100,9 @@ def test_a_worker_killed_mid_run_is_retried_and_the_shards_are_the_same(local_cl
                                                                          monkeypatch):
     """The first finished part kills a worker process (its nanny starts another, which gets the
     tokenizer again): Dask runs its lost tasks elsewhere, and the output does not change."""
-    from bpecli import corpus as corpus_module
+    from bpecli.inputs import parts
 
-    monkeypatch.setattr(corpus_module, "PART_BYTES", 1 << 17)  # many parts, so some are lost with the worker
+    monkeypatch.setattr(parts, "PART_BYTES", 1 << 17)  # many parts, so some are lost with the worker
     client = cluster.connect(local_cluster.scheduler_address)
     killed = []
 
@@ -292,7 +292,7 @@ def _dies(_, item):
 def test_workers_dying_on_one_part_again_and_again_is_one_error():
     """Dask gives up on a task that killed its workers (KilledWorker): one error, not its traceback."""
     from bpecli.errors import BpecliError
-    from bpecli.executor import map_in_order
+    from bpecli.parallel import map_in_order
 
     import dask
 

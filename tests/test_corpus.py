@@ -9,7 +9,8 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpecli import corpus
+from bpecli.inputs import documents, sources
+from bpecli.inputs import parts as input_parts
 from bpecli.errors import InputError, OutputError
 from bpecli.pretokenize import PATTERNS, SAFE_CUT
 
@@ -29,24 +30,24 @@ def test_text_cut_at_safe_cuts_splits_into_the_same_pieces(text):
 
 
 def test_text_without_separators_is_cut_at_safe_cuts_only_when_asked(tmp_path, monkeypatch):
-    monkeypatch.setattr(corpus, "PART_BYTES", 1 << 14)
+    monkeypatch.setattr(input_parts, "PART_BYTES", 1 << 14)
     path = tmp_path / "t.txt"
     path.write_text("line of text\nnext line\n" * 5000)
     inputs = [(str(path), "t.txt")]
-    parts = list(corpus.document_parts(inputs, separators=[], safe_cut=SAFE_CUT))
+    parts = list(input_parts.document_parts(inputs, separators=[], safe_cut=SAFE_CUT))
     assert len(parts) > 4 and parts[0].start == 0 and parts[-1].end == path.stat().st_size
     data = path.read_bytes()
     assert all(data[p.start - 1 : p.start + 1] == b"\nl" for p in parts[1:])
-    assert len(list(corpus.document_parts(inputs, separators=[]))) == 1  # one document: encode keeps it whole
+    assert len(list(input_parts.document_parts(inputs, separators=[]))) == 1  # one document: encode keeps it whole
 
 
 def test_compressed_text_without_separators_is_cut_at_safe_cuts_too(tmp_path, monkeypatch):
     import gzip
 
-    monkeypatch.setattr(corpus, "PART_BYTES", 1 << 14)
+    monkeypatch.setattr(input_parts, "PART_BYTES", 1 << 14)
     text = "line of text\nnext line\n" * 5000
     (tmp_path / "t.txt.gz").write_bytes(gzip.compress(text.encode()))
-    parts = list(corpus.document_parts([(str(tmp_path / "t.txt.gz"), "t.txt.gz")], separators=[], safe_cut=SAFE_CUT))
+    parts = list(input_parts.document_parts([(str(tmp_path / "t.txt.gz"), "t.txt.gz")], separators=[], safe_cut=SAFE_CUT))
     assert len(parts) > 4 and b"".join(p.data for p in parts) == text.encode()
     assert all(p.data.startswith(b"next line") or p.data.startswith(b"line") for p in parts)
 
@@ -55,7 +56,7 @@ def test_compressed_text_without_separators_is_cut_at_safe_cuts_too(tmp_path, mo
 def test_ids_are_plain_ascii_digits(tmp_path, text):
     (tmp_path / "ids.txt").write_text(text, encoding="utf-8")
     with pytest.raises(InputError, match="is not a token id"):
-        corpus.read_ids(str(tmp_path / "ids.txt"))
+        documents.read_ids(str(tmp_path / "ids.txt"))
 
 
 def test_a_fifo_is_a_stream_read_whole(tmp_path):
@@ -63,10 +64,10 @@ def test_a_fifo_is_a_stream_read_whole(tmp_path):
 
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    assert corpus.is_stream(fifo) and not corpus.is_stream(tmp_path) and not corpus.is_stream(tmp_path / "none")
+    assert sources.is_stream(fifo) and not sources.is_stream(tmp_path) and not sources.is_stream(tmp_path / "none")
     writer = threading.Thread(target=lambda: fifo.write_bytes(b"streamed text"))
     writer.start()
-    assert corpus.read_text(str(fifo)) == "streamed text"
+    assert documents.read_text(str(fifo)) == "streamed text"
     writer.join()
 
 
@@ -79,14 +80,14 @@ def test_spooling_into_a_full_disk_leaves_no_temporary_file(tmp_path, monkeypatc
         out.write(b"partial")
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(corpus, "_copy_checked", no_space)
-    monkeypatch.setattr(corpus, "is_stream", lambda name: True)
+    monkeypatch.setattr(sources, "_copy_checked", no_space)
+    monkeypatch.setattr(sources, "is_stream", lambda name: True)
     spool_dir = tmp_path / "spool"
     spool_dir.mkdir()
     monkeypatch.setenv("TMPDIR", str(spool_dir))
     monkeypatch.setattr(tempfile, "tempdir", None)  # (tempfile caches the folder it picked)
     with pytest.raises(InputError, match="No space left on device.*set TMPDIR to a folder with room"):
-        with corpus.streams_spooled([str(source)]):
+        with sources.streams_spooled([str(source)]):
             pass
     assert list(spool_dir.iterdir()) == []
 
@@ -96,18 +97,18 @@ def test_out_is_never_an_input_nor_a_folder_holding_one(tmp_path):
     text = tmp_path / "data" / "t.txt"
     text.write_text("x")
     for out in (text, tmp_path / "data", tmp_path):
-        with pytest.raises(OutputError, match="choose an --out folder apart from the inputs"):
-            corpus.check_apart(out, [str(text)])
-    corpus.check_apart(tmp_path / "data" / "out", [str(text), "-"])
+        with pytest.raises(OutputError, match="choose an out_dir folder apart from the inputs"):
+            sources.check_apart(out, [str(text)])
+    sources.check_apart(tmp_path / "data" / "out", [str(text), "-"])
 
 
 def test_a_part_read_after_its_file_shrank_is_an_error(tmp_path):
     path = tmp_path / "t.txt"
     path.write_bytes(b"0123456789" * 10)
-    assert corpus.read_range(str(path), "t.txt", 10, 20) == b"0123456789"
+    assert sources.read_range(str(path), "t.txt", 10, 20) == b"0123456789"
     os.truncate(path, 15)
     with pytest.raises(InputError, match=r"t.txt changed while bpecli read it \(now 15 bytes"):
-        corpus.read_range(str(path), "t.txt", 10, 20)
+        sources.read_range(str(path), "t.txt", 10, 20)
 
 
 SPECIALS = ["<|endoftext|>", "<|a|>", "<|a|>b"]  # one the start of another: the longer cuts first
@@ -120,8 +121,6 @@ def test_documents_read_as_bytes_are_the_documents_read_as_text(tmp_path_factory
     """Counting and encode --out read a text part's documents as UTF-8 bytes, checked without a
     str of the part: the same documents, byte count and sha256 as read as text, from a file and
     from a compressed stream."""
-    from bpecli.pretokenize import special_byte_splitter, special_splitter
-
     text = "".join(words)
     folder = tmp_path_factory.mktemp("parts")
     (folder / "a.txt").write_text(text, encoding="utf-8")
@@ -130,20 +129,18 @@ def test_documents_read_as_bytes_are_the_documents_read_as_text(tmp_path_factory
     (folder / "a.txt.gz").write_bytes(gzip.compress(text.encode("utf-8")))
     for name in ("a.txt", "a.txt.gz"):
         path = str(folder / name)
-        for part in corpus.document_parts([(path, name)], separators=SPECIALS, part_bytes=7):
-            as_text, n_bytes, digest = corpus.read_documents(part, splitter=special_splitter(SPECIALS))
-            as_bytes = corpus.read_document_bytes(part, splitter=special_byte_splitter(SPECIALS))
+        for part in input_parts.document_parts([(path, name)], separators=SPECIALS, part_bytes=7):
+            as_text, n_bytes, digest = documents.read_documents(part, splitters=documents.Splitters.of(SPECIALS))
+            as_bytes = documents.read_documents(part, splitters=documents.Splitters.of(SPECIALS), as_bytes=True)
             assert as_bytes == ([d.encode() for d in as_text], n_bytes, digest)
 
 
 def test_invalid_utf8_read_as_bytes_is_the_same_error(tmp_path):
-    from bpecli.pretokenize import special_byte_splitter, special_splitter
-
     path = tmp_path / "bad.txt"
     path.write_bytes("fine\nstill fine<|endoftext|>é\n".encode() + b"\xe2<|endoftext|>tail\n")
-    part = next(corpus.document_parts([(str(path), "bad.txt")], separators=SPECIALS))
+    part = next(input_parts.document_parts([(str(path), "bad.txt")], separators=SPECIALS))
     with pytest.raises(InputError) as as_text:
-        corpus.read_documents(part, splitter=special_splitter(SPECIALS))
+        documents.read_documents(part, splitters=documents.Splitters.of(SPECIALS))
     with pytest.raises(InputError) as as_bytes:
-        corpus.read_document_bytes(part, splitter=special_byte_splitter(SPECIALS))
+        documents.read_documents(part, splitters=documents.Splitters.of(SPECIALS), as_bytes=True)
     assert str(as_bytes.value) == str(as_text.value) and "bad.txt:3: invalid UTF-8 at byte" in str(as_bytes.value)

@@ -5,8 +5,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from bpecli import corpus, counting
-from bpecli.counting import PieceCounts, Total, count_pretokens
+from bpecli.training import counting
+from bpecli.inputs import parts as input_parts
+from bpecli.training.counting import PieceCounts, Total, count_pretokens
 from bpecli.pretokenize import PATTERNS, compiled
 from bpecli.pretokenize.gpt2 import gpt2_piece_starts
 
@@ -19,8 +20,8 @@ def test_counting_pretokens_equals_the_regex(name, tmp_path, kernel_docs_sample,
     path = tmp_path / "corpus.txt"
     text = kernel_docs_sample[:500_000] + " it'S  \r\n\t(x) 12345 字字 HTMLParser\n/x" + " " * 40 + "y" * 70
     path.write_text(text, encoding="utf-8")
-    monkeypatch.setattr(corpus, "PART_BYTES", 1 << 16)  # many parts
-    parts = corpus.document_parts([(str(path), "corpus.txt")], separators=["<|endoftext|>"])
+    monkeypatch.setattr(input_parts, "PART_BYTES", 1 << 16)  # many parts
+    parts = input_parts.document_parts([(str(path), "corpus.txt")], separators=["<|endoftext|>"])
     counts = count_pretokens(parts, pattern=PATTERNS[name], separators=["<|endoftext|>"], workers=2)
     expected = Counter(p.encode() for d in text.split("<|endoftext|>") for p in compiled(PATTERNS[name]).findall(d))
     assert counts.to_dict() == expected
@@ -46,7 +47,7 @@ def test_a_part_counts_the_same_with_the_pieces_of_earlier_parts_kept(kernel_doc
 def test_a_custom_pattern_counts_through_the_regex(tmp_path):
     path = tmp_path / "corpus.txt"
     path.write_text("ab ab  cd\nab", encoding="utf-8")
-    parts = corpus.document_parts([(str(path), "corpus.txt")], separators=[])
+    parts = input_parts.document_parts([(str(path), "corpus.txt")], separators=[])
     counts = count_pretokens(parts, pattern=r"\s+|\S+", separators=[], workers=1)
     assert counts.to_dict() == {b"ab": 3, b" ": 1, b"  ": 1, b"cd": 1, b"\n": 1}
 
@@ -99,7 +100,7 @@ def test_counting_stays_exact_when_the_hash_collides(monkeypatch):
 def test_training_through_the_regex_gives_the_vectorised_merges(tmp_path, kernel_docs_sample):
     """A custom pattern that finds the gpt2 pieces (gpt2's, in a group) counts with the regex,
     one document at a time, and trains the preset's merges."""
-    from bpecli.trainer import train
+    from bpecli.training import train
 
     path = tmp_path / "corpus.txt"
     path.write_text(kernel_docs_sample[:300_000], encoding="utf-8")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bpecli.errors import BpecliError, InputError
-from bpecli.executor import available_cpus, map_in_order
+from bpecli.parallel import available_cpus, map_in_order
 from bpecli.folders import locked
 
 def _setup(offset):
@@ -140,9 +140,9 @@ def test_workers_see_end_of_file_once_the_parent_closes_its_ends():
     """Where the kernel sends no signal at the parent's death, a worker still leaves: no worker
     holds a copy of the parent's end of its pipe (each held its own, and those of the workers
     started before it)."""
-    from bpecli.executor import _Workers
+    from bpecli.parallel.local import Workers
 
-    workers = _Workers(2, _setup, (0,))
+    workers = Workers(2, _setup, (0,))
     for pipe in workers.pipes:
         pipe.close()
     for process in workers.processes:
@@ -153,7 +153,7 @@ def test_workers_see_end_of_file_once_the_parent_closes_its_ends():
 
 
 def _outlive(parent: int) -> None:
-    from bpecli.executor import _die_with
+    from bpecli.parallel.local import _die_with
 
     _die_with(parent)
     time.sleep(60)
@@ -176,7 +176,7 @@ def test_workers_started_before_a_fork_fails_are_ended(monkeypatch):
     """The second fork fails (EAGAIN: no more processes): the first worker does not stay behind."""
     import multiprocessing
 
-    from bpecli.executor import _Workers
+    from bpecli.parallel.local import Workers
 
     context = multiprocessing.get_context("fork")
     started = []
@@ -190,7 +190,7 @@ def test_workers_started_before_a_fork_fails_are_ended(monkeypatch):
 
     monkeypatch.setattr(context.Process, "start", start)
     with pytest.raises(BlockingIOError):
-        _Workers(2, _setup, (0,))
+        Workers(2, _setup, (0,))
     assert len(started) == 1
     assert started[0].exitcode is not None
 

@@ -101,7 +101,7 @@ SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 
 
 def test_redact_hides_credentials_of_every_uri_in_a_text():
-    from bpecli.corpus import redact
+    from bpecli.inputs.sources import redact
 
     assert redact(f"s3://AKIA:{SECRET}@bucket/a.txt: no such object") == "s3://***@bucket/a.txt: no such object"
     assert (redact("s3://b/k.txt?endpoint_override=h:9000&access_key=AKIA&secret_key=S:x: cannot open")
@@ -392,11 +392,11 @@ def test_a_document_past_the_budget_is_named_alike_in_a_file_and_in_a_stream(tmp
     """The same line (JSONL) or byte (text) whether the file is read mapped or as a gzip stream."""
     import gzip
 
-    from bpecli import corpus
     from bpecli.errors import InputError
+    from bpecli.inputs import parts
     from bpecli.pretokenize import SAFE_CUT
 
-    monkeypatch.setattr(corpus, "MAX_DOCUMENT_BYTES", 1000)
+    monkeypatch.setattr(parts, "MAX_DOCUMENT_BYTES", 1000)
     lines = [json.dumps({"text": "x" * 50})] * 30 + [json.dumps({"text": "y" * 2000}), json.dumps({"text": "z"})]
     jsonl = ("\n".join(lines) + "\n").encode()
     text = (("word " * 100).strip() + "\n") * 5 + "q" * 3000 + "<|endoftext|>tail"
@@ -407,7 +407,7 @@ def test_a_document_past_the_budget_is_named_alike_in_a_file_and_in_a_stream(tmp
         (tmp_path / f"{name}.gz").write_bytes(gzip.compress(data))
         for path in (tmp_path / name, tmp_path / f"{name}.gz"):
             with pytest.raises(InputError, match=expected[name]):
-                list(corpus.document_parts([(str(path), path.name)], separators=["<|endoftext|>"],
+                list(parts.document_parts([(str(path), path.name)], separators=["<|endoftext|>"],
                                            safe_cut=SAFE_CUT if safe else None, part_bytes=300))
 
 
@@ -438,7 +438,7 @@ def test_long_documents_encode_and_count_in_blocks_to_the_same_ids_and_counts(gp
     """A document past a batch is cut at safe cuts first: the ids and counts are those of the whole."""
     from collections import Counter
 
-    from bpecli.counting import COUNT_BATCH, count_pieces
+    from bpecli.training.counting import COUNT_BATCH, count_pieces
     from bpecli.pretokenize import PATTERNS, compiled, vectorised_splitter
 
     text = kernel_docs_sample.replace("<|endoftext|>", "") * 5  # ~10 MB: past the 4 MiB batch
@@ -467,7 +467,7 @@ def test_plain_encode_of_a_large_file_in_parts_prints_what_reading_it_whole_does
     a file past the budget for what is read whole is still encoded."""
     import gzip
 
-    from bpecli import corpus
+    from bpecli.inputs import parts, sources
 
     text = kernel_docs_sample + kernel_docs_sample[:300_000]  # 2.3 MB with <|endoftext|> in it: two parts
     path = tmp_path / "big.txt"
@@ -476,7 +476,8 @@ def test_plain_encode_of_a_large_file_in_parts_prints_what_reading_it_whole_does
     every = ([], ["--special", "none", "-f", "json"], ["-f", "tokens"], ["--lines", "-f", "count"])
     wholes = [run("encode", "-t", gpt2_vocab, "-", *args, input=text) for args in every]
     assert all(whole.exit_code == 0 for whole in wholes)
-    monkeypatch.setattr(corpus, "MAX_DOCUMENT_BYTES", 1 << 20)  # stdin (read whole) would be refused now
+    for module in (sources, parts):  # stdin (read whole) would be refused now
+        monkeypatch.setattr(module, "MAX_DOCUMENT_BYTES", 1 << 20)
     for args, whole in zip(every, wholes):
         for source in (path, tmp_path / "big.txt.gz"):
             in_parts = run("encode", "-t", gpt2_vocab, source, *args)

@@ -11,7 +11,7 @@ from bpecli import Tokenizer
 from bpecli.errors import BpecliError, TokenizerFileError
 from bpecli.normalize import check, normalizer
 from bpecli.shards import write_shards
-from bpecli.trainer import train
+from bpecli.training import train
 
 tokenizers = pytest.importorskip("tokenizers")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bpecli.shards import write_shards
-from bpecli.trainer import train
+from bpecli.training import train
 
 moto_server = pytest.importorskip("moto.server")
 

@@ -131,8 +131,8 @@ def test_a_pattern_that_backtracks_catastrophically_stops_with_one_error(short_b
     import time
 
     from bpecli import Tokenizer
-    from bpecli.corpus import document_parts
-    from bpecli.counting import count_pretokens
+    from bpecli.inputs.parts import document_parts
+    from bpecli.training.counting import count_pretokens
     from bpecli.errors import BpecliError
     from bpecli.pretokenize import resolve_pattern, splitter
 
@@ -185,7 +185,7 @@ def test_a_pattern_with_capturing_groups_encodes_as_tiktoken_and_trains_as_witho
     import tiktoken
 
     from bpecli import Tokenizer
-    from bpecli.trainer import train
+    from bpecli.training import train
 
     grouped, plain = r"""('(?:s|t|re))| ?(\p{L}+)| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s""", \
         r"""'(?:s|t|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s"""

@@ -12,7 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpecli import corpus, folders, shards
+from bpecli import folders
+from bpecli.shards import encode, formats, layout, writer
+from bpecli.shards import journal as shard_journal
+from bpecli.inputs import parts as input_parts
 from bpecli.errors import BpecliError, InputError, OutputError
 from bpecli.report import shard_figures
 from bpecli.shards import verify, write_shards
@@ -23,7 +26,7 @@ EOT = 50256
 @pytest.fixture
 def small_parts(monkeypatch):
     """Parts of 64 KB, so that a 2 MB sample is many parts (and resuming has parts to skip)."""
-    monkeypatch.setattr(corpus, "PART_BYTES", 1 << 16)
+    monkeypatch.setattr(input_parts, "PART_BYTES", 1 << 16)
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +188,7 @@ def test_bad_inputs_are_clear_errors_and_leave_no_shard(gpt2, tmp_path):
     with pytest.raises(InputError, match=r"bad.jsonl:3: not valid JSON"):
         write_shards(gpt2, [str(bad)], tmp_path / "o1")
     bad.write_text('{"text": "fine"}\n{"body": "x"}\n', encoding="utf-8")
-    with pytest.raises(InputError, match=r"bad.jsonl:2: no field 'text'.*--text-column"):
+    with pytest.raises(InputError, match=r"bad.jsonl:2: no field 'text'.*name the text field with text_column"):
         write_shards(gpt2, [str(bad)], tmp_path / "o2")
 
     import pyarrow as pa
@@ -207,14 +210,14 @@ def test_ids_that_do_not_fit_the_dtype_are_an_error(cl100k_file):
     from bpecli import Tokenizer
 
     with pytest.raises(BpecliError, match="uint16 cannot hold"):
-        shards.resolve_dtype(Tokenizer.load(cl100k_file), "uint16")
+        formats.resolve_dtype(Tokenizer.load(cl100k_file), "uint16")
 
 
 def test_a_full_disk_leaves_no_partial_shard(gpt2, sample_file, tmp_path, monkeypatch):
     def no_space(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(shards.os, "fsync", no_space)
+    monkeypatch.setattr(writer.os, "fsync", no_space)
     with pytest.raises(OutputError, match="No space left on device"):
         write_shards(gpt2, [str(sample_file)], tmp_path / "out", shard_tokens=100_000, eot=EOT)
     assert not (tmp_path / "out").exists()  # it held nothing finished: the folder made for it goes too
@@ -244,16 +247,16 @@ def test_a_pattern_without_the_vectorised_path_shards_the_same_ids(cl100k_file, 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from([b"a", b"bc", b"<s>", b"<t>", b"\n"]), max_size=60).map(b"".join), st.integers(1, 12))
-def test_cuts_are_at_the_first_special_token_after_each_guess(data, n_chunks):
-    """chunk_boundaries looks for all the tokens at once (one search, whichever comes first); the
+def test_cuts_are_at_the_first_special_token_after_each_guess(data, n_parts):
+    """part_boundaries looks for all the tokens at once (one search, whichever comes first); the
     cuts are those of looking for every token from every guess."""
     tokens = [b"<s>", b"<t>", b"<never>"]
-    step, expected = len(data) // n_chunks, [0]
-    for i in range(1, n_chunks):
+    step, expected = len(data) // n_parts, [0]
+    for i in range(1, n_parts):
         guess = max(i * step, expected[-1] + 1)
         expected.append(min([p for t in tokens if (p := data.find(t, guess)) != -1], default=len(data)))
-    expected = sorted(set(expected + [len(data)])) if n_chunks > 1 and data else [0, len(data)]
-    assert corpus.chunk_boundaries(data, n_chunks, tokens) == expected
+    expected = sorted(set(expected + [len(data)])) if n_parts > 1 and data else [0, len(data)]
+    assert input_parts.part_boundaries(data, n_parts, tokens) == expected
 
 
 # ---- what must never pass for finished: concurrent runs, changed inputs, overflowing ids ----
@@ -364,8 +367,8 @@ def test_ids_past_uint32_are_an_error_never_wrapped(tmp_path):
 
 def test_many_tiny_shards_do_not_rewrite_the_journal_each_time(gpt2, tmp_path, monkeypatch):
     writes = []
-    original = shards.write_json_atomically
-    monkeypatch.setattr(shards, "write_json_atomically", lambda doc, path: (writes.append(path.name), original(doc, path)))
+    original = folders.write_json_atomically
+    monkeypatch.setattr(folders, "write_json_atomically", lambda doc, path: (writes.append(path.name), original(doc, path)))
     (tmp_path / "a.txt").write_text("hello world " * 1000)
     run = write_shards(gpt2, [str(tmp_path / "a.txt")], tmp_path / "out", shard_tokens=1, eot=EOT)
     assert len(run.manifest["shards"]) == 2002  # 2001 tokens and the eot
@@ -394,7 +397,7 @@ def test_parquet_text_in_other_arrow_types_reads_the_same(gpt2, tmp_path, kind):
     [
         ("lists", "text", r"holds lists \(list<\w+: string>\), not one text per row"),
         ("numbers", "text", "holds int64, not text"),
-        ("struct", "meta", "is a struct; name its text field with --text-column \\(meta.body\\)"),
+        ("struct", "meta", "is a struct; name its text field with text_column \\(meta.body\\)"),
         ("struct", "meta.nope", "has no field 'nope'"),
         ("nulls", "text", "row 2: column 'text' is null"),
     ],
@@ -487,7 +490,7 @@ def test_the_validation_split_is_by_document_whatever_the_workers_and_on_resume(
 
     # every document is whole on one side, in order; about a tenth of them is validation
     docs = documents(sample_file.read_text(encoding="utf-8"))
-    val = shards.in_validation(docs, 0.1)
+    val = encode.in_validation(docs, 0.1)
     assert 0.05 < val.mean() < 0.15
     for split, chosen in (("train", ~val), ("val", val)):
         expected = [i for d, c in zip(docs, chosen) if c for i in tiktoken_gpt2.encode_ordinary(d) + [EOT]]
@@ -505,17 +508,17 @@ def test_nanogpt_bins_are_the_raw_tokens_of_each_split(gpt2, sample_file, tmp_pa
         # as nanoGPT's train.py reads them
         raw = np.memmap(tmp_path / "nano" / f"{split}.bin", dtype=np.uint16, mode="r")
         assert raw.tolist() == split_ids(tmp_path / "npy", split)
-        assert shards.read_shard(tmp_path / "nano" / f"{split}.bin").tolist() == raw.tolist()
+        assert formats.read_shard(tmp_path / "nano" / f"{split}.bin").tolist() == raw.tolist()
     assert [s["file"] for s in run.manifest["shards"]] == ["train.bin", "val.bin"]
     assert verify(tmp_path / "nano") == []
     stray = tmp_path / "stray.bin"
     stray.write_bytes(b"\x00" * 64)
     with pytest.raises(InputError, match="no llm.c header"):
-        shards.read_shard(stray)
+        formats.read_shard(stray)
 
 
 def test_a_validation_fraction_outside_0_and_1_is_an_error(gpt2, sample_file, tmp_path):
-    with pytest.raises(BpecliError, match="--val-fraction 1.5"):
+    with pytest.raises(BpecliError, match="val_fraction 1.5"):
         write_shards(gpt2, [str(sample_file)], tmp_path / "out", val_fraction=1.5)
 
 
@@ -567,7 +570,7 @@ def test_the_manifest_says_what_each_input_gave_each_split_resumed_or_not(gpt2, 
         assert read["written"] == {split: {k: totals[k] for k in ("tokens", "documents")} for split, totals in alone["splits"].items()}
     with pytest.raises(KeyboardInterrupt):
         write_shards(gpt2, inputs, tmp_path / "cut", progress=Interrupt(after=25), **options)
-    kept = json.loads((tmp_path / "cut" / shards.JOURNAL).read_text())["shards"]
+    kept = json.loads((tmp_path / "cut" / layout.JOURNAL).read_text())["shards"]
     assert any(s["file"].startswith("val_") for s in kept)  # both splits resume past their first parts
     assert write_shards(gpt2, inputs, tmp_path / "cut", **options).status == "resumed"
     assert (tmp_path / "cut" / "manifest.json").read_bytes() == (tmp_path / "whole" / "manifest.json").read_bytes()
@@ -581,8 +584,8 @@ def run_bpecli(*args, journal_every_shard=False, trace=None):
     import subprocess
     import sys
 
-    code = ("import sys\nfrom bpecli import shards\nfrom bpecli.cli import main\n"
-            + ("shards._ShardWriter.JOURNAL_SECONDS = 0\n" if journal_every_shard else "") + "main()\n")
+    code = ("import sys\nfrom bpecli.shards import journal\nfrom bpecli.cli import main\n"
+            + ("journal.JOURNAL_SECONDS = 0\n" if journal_every_shard else "") + "main()\n")
     command = [sys.executable, "-c", code, *map(str, args)]
     if trace is not None:
         command = ["strace", "-f", "-y", "-Z", "-e", "trace=write", "-o", str(trace), *command]
@@ -673,8 +676,8 @@ def test_a_manifest_that_cannot_be_written_after_the_journal_listed_the_last_sha
     command = ["encode", "-t", gpt2_vocab, corpus_file, "--shard-tokens", "1500", "-q", "--out"]
     assert run_bpecli(*command, tmp_path / "roomy").returncode == 0
     out = tmp_path / "out"
-    code = ("import sys\nfrom bpecli import shards\nfrom bpecli.cli import main\n"
-            "shards._ShardWriter.JOURNAL_SECONDS = 0\nmain()\n")
+    code = ("import sys\nfrom bpecli.shards import journal\nfrom bpecli.cli import main\n"
+            "journal.JOURNAL_SECONDS = 0\nmain()\n")
     import subprocess
     import sys
 
@@ -720,7 +723,7 @@ def interrupted(gpt2, kernel_docs_sample, tmp_path, monkeypatch):
     5,000 tokens, the last kept one ending inside a part."""
     corpus_path = tmp_path / "docs.txt"
     corpus_path.write_text(kernel_docs_sample[:300_000], encoding="utf-8")
-    monkeypatch.setattr(corpus, "PART_BYTES", 1 << 14)
+    monkeypatch.setattr(input_parts, "PART_BYTES", 1 << 14)
 
     def write(out, **options):
         return write_shards(gpt2, [str(corpus_path)], out, shard_tokens=5000, eot=EOT, **options)
@@ -747,7 +750,8 @@ def test_a_damaged_journal_is_refused_never_resumed(interrupted, tmp_path, damag
     before = shard_bytes(out)
     with pytest.raises(OutputError, match=r"\.bpecli-progress\.json: damaged \(.*" + message) as error:
         write(out)
-    assert str(error.value).endswith("encode again with --force to rebuild the folder")
+    assert str(error.value).endswith("encode again with force=True to rebuild the folder")
+    assert error.value.for_cli().endswith("encode again with --force to rebuild the folder")
     assert not (out / "manifest.json").exists()
     assert {name: data for name, data in shard_bytes(out).items() if not name.endswith(".partial")} == before
     assert write(out, force=True).status == "written" and concatenated(out).tolist() == whole.tolist()
@@ -884,7 +888,7 @@ def test_inspect_verify_of_a_local_folder_never_connects_out(finished):
 def test_inspect_checks_each_shard_against_the_manifest_before_counting_its_ids(finished):
     shard = finished / "shard_00000.npy"
     tokens = len(np.load(shard))
-    rebuild = "; encode again with --force to rebuild the folder"
+    rebuild = "; encode again with force=True to rebuild the folder"
     for ids, message in (
         (np.full(tokens, 2**15, dtype=np.int64), "holds int64 ids where the manifest says uint16" + rebuild),
         (np.full(tokens, 5, dtype=">u2"), "holds uint16 \\(big-endian\\) ids where the manifest says uint16" + rebuild),
@@ -965,7 +969,7 @@ def test_shard_files_that_are_not_what_their_names_say_are_one_line(tmp_path):
         ("negative.bin", "not a readable shard (its llm.c header says -1 tokens, but it holds 10)"),
     ):
         with pytest.raises(InputError) as error:
-            shards.read_shard(tmp_path / name)
+            formats.read_shard(tmp_path / name)
         assert str(error.value) == f"{tmp_path / name}: {message}" and "allow_pickle" not in str(error.value)
 
 
@@ -975,10 +979,10 @@ def test_decoding_a_shard_names_a_bad_id_as_it_is_written(gpt2, tmp_path):
     for ids, bad in (([31373, 2**64 - 1], "18446744073709551615"), ([31373, 2**63], "9223372036854775808")):
         np.save(tmp_path / "u64.npy", np.array(ids, dtype=np.uint64))
         with pytest.raises(UnknownIdError, match=f"^id {bad} is not in the vocabulary$"):
-            gpt2.decode(shards.read_shard(tmp_path / "u64.npy"))
+            gpt2.decode(formats.read_shard(tmp_path / "u64.npy"))
     np.save(tmp_path / "neg.npy", np.array([31373, -5], dtype=np.int64))
     with pytest.raises(UnknownIdError, match="^id -5 is not in the vocabulary$"):
-        gpt2.decode(shards.read_shard(tmp_path / "neg.npy"))
+        gpt2.decode(formats.read_shard(tmp_path / "neg.npy"))
 
 
 @pytest.mark.system
@@ -1000,7 +1004,7 @@ def test_a_kill_9_before_any_step_of_writing_a_shard_leaves_a_folder_the_rerun_f
     reference = shard_bytes(tmp_path / "roomy")
     n = len(json.loads((tmp_path / "roomy" / "manifest.json").read_text())["shards"])
     assert n > 2
-    code = "from bpecli import shards\nfrom bpecli.cli import main\nshards._ShardWriter.JOURNAL_SECONDS = 0\nmain()\n"
+    code = "from bpecli.shards import journal\nfrom bpecli.cli import main\njournal.JOURNAL_SECONDS = 0\nmain()\n"
     quiet = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # no .pyc renamed into place by python itself
     for syscall in ("fsync", "rename"):
         for when in (1, 2, 3, 3 * n - 2, 3 * n - 1, 3 * n, 3 * n + 1):  # the first shard, the last, the manifest
@@ -1042,15 +1046,15 @@ def test_an_interrupt_before_any_step_of_writing_a_shard_leaves_nothing_partial(
     options = dict(shard_tokens=1500, eot=EOT)
     n = len(write_shards(gpt2, [str(corpus_file)], tmp_path / "roomy", **options).manifest["shards"])
     reference = shard_bytes(tmp_path / "roomy")
-    monkeypatch.setattr(shards._ShardWriter, "JOURNAL_SECONDS", 0)
+    monkeypatch.setattr(shard_journal, "JOURNAL_SECONDS", 0)
     for when in range(1, 3 * n + 2):  # three of each per shard (the shard, its index, the journal), and the manifest's
         out = tmp_path / f"{step}-{when}"
         stopping = _OsStoppingAt(step, when)  # one count for both modules that write the folder
-        monkeypatch.setattr(shards, "os", stopping)
+        monkeypatch.setattr(writer, "os", stopping)
         monkeypatch.setattr(folders, "os", stopping)
         with pytest.raises(KeyboardInterrupt):
             write_shards(gpt2, [str(corpus_file)], out, **options)
-        monkeypatch.setattr(shards, "os", os)
+        monkeypatch.setattr(writer, "os", os)
         monkeypatch.setattr(folders, "os", os)
         left = sorted(p.name for p in out.iterdir()) if out.exists() else []  # (gone if it held nothing yet)
         assert not [name for name in left if name.endswith(".partial")] and "manifest.json" not in left, (when, left)

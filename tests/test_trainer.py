@@ -8,8 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpecli import train, train_bpe, trainer
-from bpecli.trainer import _descending, tie_break_key
+from bpecli import train, train_bpe
+from bpecli.training import merges as merges_module
+from bpecli.training import pairs as pairs_module
+from bpecli.training import words as words_module
+from bpecli.training.pairs import _descending, tie_break_key
 
 from conftest import gpt2_byte_decoder
 
@@ -65,8 +68,8 @@ def test_tie_break_prefers_the_greatest_pair_of_byte_strings():
 
 @pytest.fixture(params=["numpy", "python"])
 def merge_steps(request, monkeypatch):
-    """Every merge as numpy calls, or every merge as Python steps (trainer.FEW picks per merge)."""
-    monkeypatch.setattr(trainer, "FEW", 0 if request.param == "numpy" else 1 << 62)
+    """Every merge as numpy calls, or every merge as Python steps (words.FEW picks per merge)."""
+    monkeypatch.setattr(words_module, "FEW", 0 if request.param == "numpy" else 1 << 62)
 
 
 def test_fast_trainer_matches_the_naive_one(merge_steps):
@@ -128,13 +131,13 @@ def test_fast_trainer_matches_the_naive_one_on_any_small_corpus(counts, n_merges
     numbered in blocks of 5 positions, which cut through words, and with every merge a numpy
     pass, which takes the merges known to come next with it (side by side ones among them)."""
     naive = naive_train_bpe(counts, n_merges)
-    for few, block in ((0, 5), (1 << 62, trainer.BYTE_PAIR_BLOCK)):
-        with patch.object(trainer, "FEW", few), patch.object(trainer, "BYTE_PAIR_BLOCK", block):
+    for few, block in ((0, 5), (1 << 62, words_module.BYTE_PAIR_BLOCK)):
+        with patch.object(words_module, "FEW", few), patch.object(words_module, "BYTE_PAIR_BLOCK", block):
             assert train_bpe(counts, vocab_size=256 + n_merges) == naive
 
 
 def test_training_without_special_tokens_counts_in_parallel_with_the_same_merges(tmp_path, fixtures):
-    from bpecli.executor import available_cpus
+    from bpecli.parallel import available_cpus
 
     path = tmp_path / "t.txt"
     path.write_text((fixtures / "corpus.en").read_text(encoding="utf-8"), encoding="utf-8")
@@ -174,7 +177,7 @@ def test_the_best_pair_is_found_across_blocks_and_ties_keep_their_order():
     first; a pair that falls leaves the ties; a pair made later at that count joins them."""
     import numpy as np
 
-    from bpecli.trainer import BLOCK, _Pairs
+    from bpecli.training.pairs import BLOCK, _Pairs
 
     pairs = _Pairs()
     token_bytes = pairs.token_bytes
@@ -200,30 +203,30 @@ def test_fast_trainer_matches_the_naive_one_over_hundreds_of_merges(fixtures, me
 
 def test_merges_known_to_come_next_share_a_pass_and_stay_those_made_one_at_a_time(fixtures, monkeypatch):
     """While the best pair is unmerged, the pairs that will merge after it may be known; they merge
-    in the same numpy pass (trainer._merges_from). On real text many merges do, and the merges are
+    in the same numpy pass (merges._merges_from). On real text many merges do, and the merges are
     those made one at a time."""
     words = Counter(fixtures.joinpath("corpus.en").read_text(encoding="utf-8").split(" "))
     counts = {" " + w: n for w, n in words.items() if w}
     passes = []
-    merge = trainer._Words.merge
+    merge = words_module._Words.merge
 
     def counted(self, batch, pairs):
         passes.append(len(batch))
         merge(self, batch, pairs)
 
-    monkeypatch.setattr(trainer._Words, "merge", counted)
+    monkeypatch.setattr(words_module._Words, "merge", counted)
     together = train_bpe(counts, vocab_size=256 + 1000)
     assert sum(n for n in passes if n > 1) > len(together) // 4
-    monkeypatch.setattr(trainer, "_merges_from", lambda best, *_: [best])
+    monkeypatch.setattr(merges_module, "_merges_from", lambda best, *_: [best])
     assert train_bpe(counts, vocab_size=256 + 1000) == together
 
 
 def test_a_pair_the_pass_would_make_at_the_next_count_ends_the_pass(monkeypatch):
     """Once (a, b) merges, (z, ab) counts as much as (z, aa), the next best pair before it, and
     goes first (the greater pair of bytes): the pass that merges (a, b) must stop before (z, aa),
-    as (z, a), the pair (z, ab) comes from, has that count too (trainer._Pairs.none_beside)."""
+    as (z, a), the pair (z, ab) comes from, has that count too (pairs._Pairs.none_beside)."""
     counts = {"aa": 100, "zab": 5, "ab": 5, "zaa": 5}
-    monkeypatch.setattr(trainer, "FEW", 0)  # every merge a numpy pass, which may take others with it
+    monkeypatch.setattr(words_module, "FEW", 0)  # every merge a numpy pass, which may take others with it
     expected = [(b"a", b"a"), (b"a", b"b"), (b"z", b"ab"), (b"z", b"aa")]
     assert naive_train_bpe(counts, 4) == expected
     assert train_bpe(counts, vocab_size=256 + 4) == expected
@@ -232,16 +235,16 @@ def test_a_pair_the_pass_would_make_at_the_next_count_ends_the_pass(monkeypatch)
 def test_merges_past_32767_tokens_key_their_pairs_in_32_bits(monkeypatch, fixtures, merge_steps):
     """New pairs are grouped by 16-bit keys while the token ids allow it; unused tokens in front
     push the ids of the merges past that, as a vocabulary of 33,000 would."""
-    padded_init = trainer._Pairs.__init__
+    padded_init = pairs_module._Pairs.__init__
 
     def with_unused_tokens(self, *args):
         padded_init(self, *args)
         for i in range(40_000):
             token = b"\xff" * 20 + i.to_bytes(4, "big")  # never in a word
             self.token_bytes.append(token)
-            self.descending.append(trainer._descending(token))
+            self.descending.append(pairs_module._descending(token))
 
-    monkeypatch.setattr(trainer._Pairs, "__init__", with_unused_tokens)
+    monkeypatch.setattr(pairs_module._Pairs, "__init__", with_unused_tokens)
     words = Counter(fixtures.joinpath("corpus.en").read_text(encoding="utf-8")[:5000].split(" "))
     counts = {" " + w: n for w, n in words.items() if w}
     assert train_bpe(counts, vocab_size=256 + 100) == naive_train_bpe(counts, 100)

@@ -12,8 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..executor import map_in_order
-from ..shards import JOURNAL, MANIFEST, UNREADABLE, checked_shard, index_name, read_manifest, read_shard
+from ..parallel import map_in_order
+from ..shards.formats import read_shard
+from ..shards.layout import JOURNAL, MANIFEST, UNREADABLE, index_name, read_manifest
+from ..shards.verification import checked_shard
 from ..tokenizer import Tokenizer, render_token
 
 # Ids counted per np.bincount: its int64 copy of them stays in the caches (measured fastest).

@@ -9,9 +9,12 @@ from dataclasses import dataclass
 
 import regex
 
-from ..corpus import ERRORS_HINT, Part, document_parts, input_kind, input_stat, read_documents
+from ..inputs.documents import Splitters, read_documents
+from ..inputs.parts import Part, document_parts
+from ..inputs.sources import input_kind, input_stat
+from ..inputs.utf8 import ERRORS_HINT
 from ..errors import InputError
-from ..pretokenize import SAFE_CUT, document_separators, special_splitter
+from ..pretokenize import SAFE_CUT, document_separators
 from ..tokenizer import Tokenizer, describe, render_token
 from .kinds import kinds
 
@@ -92,7 +95,7 @@ def read_sample(path: str, separators: list[str], budget: int = SAMPLE_BYTES) ->
     size, _ = input_stat(path, path)
     part_bytes = max(1 << 12, budget // SAMPLE_PARTS) if size > budget else None
     parts: Iterable[Part] = document_parts([(path, path)], separators=[], safe_cut=SAFE_CUT, part_bytes=part_bytes)
-    splitter = special_splitter(separators)
+    splitters = Splitters.of(separators)
     if part_bytes is not None and not _is_stream(path):
         every = list(parts)
         step = max(1, len(every) // SAMPLE_PARTS)
@@ -101,9 +104,9 @@ def read_sample(path: str, separators: list[str], budget: int = SAMPLE_BYTES) ->
     taken = 0
     for part in parts:
         try:
-            texts, _, _ = read_documents(part, splitter=splitter, checksum=False)
+            texts, _, _ = read_documents(part, splitters=splitters, checksum=False)
         except InputError as e:  # inspect has no --errors to offer: measure on text that is UTF-8
-            message = str(e)
+            message = e.args[0]  # as raised: its arguments not yet spelled for Python or the shell
             if not message.endswith(f"; {ERRORS_HINT}"):
                 raise
             raise InputError(message.removesuffix(f"; {ERRORS_HINT}") + "; give a --corpus of valid UTF-8") from None

@@ -1,4 +1,5 @@
-"""Run a function over parts in worker processes and collect the results in order.
+"""Worker processes on this machine: each runs a function over the items sent to it, and the
+results come back in order (see parallel.map_in_order).
 
 Each worker has a pipe of its own to the parent: nothing is shared between processes, so a worker
 that is killed (Ctrl-C, SIGTERM, the kernel's OOM killer) can never leave a lock held that another
@@ -13,22 +14,17 @@ import signal
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from .errors import BpecliError
+from ..errors import BpecliError, arg
 
-
-def available_cpus() -> int:
-    """The CPUs this process may run on (its affinity, which containers and taskset narrow)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity outside Linux
-        return os.cpu_count() or 1
+# multiprocessing and pickle are imported where workers start: a one-line encode, which imports
+# this module for keep_freed_memory, starts none.
 
 
 def keep_freed_memory() -> None:
-    """Have glibc's malloc keep the memory numpy frees for its next arrays. Bulk encoding makes
-    and drops arrays of several MB for every batch; by default malloc hands them back to the kernel,
-    and every fresh page costs a fault: about a fifth of encode time, measured. The process keeps
-    its high-water mark of memory instead. Nothing happens where malloc is not glibc's."""
+    """Have glibc's malloc keep the memory numpy frees for its next arrays: bulk encoding makes and
+    drops arrays of several MB for every batch, and each fresh page from the kernel costs a fault
+    (see docs/performance.md). The process keeps its high-water mark of memory instead. Nothing
+    happens where malloc is not glibc's."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
@@ -37,39 +33,7 @@ def keep_freed_memory() -> None:
     mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: ...and up to 1 GB of it stays when freed
 
 
-def map_in_order(function: Callable, items: Iterable, *, workers: int, setup: Callable, args: tuple,
-                 scheduler: str | None = None) -> Iterator:
-    """function(state, item) for each item, in the order of items, where state = setup(*args) is
-    made once per worker process (a Tokenizer shipped once, never with every item). Runs in this
-    process for one worker, in worker processes (no more than the CPUs), or on a Dask cluster when
-    a scheduler is given (see connect). At most 2 items per worker are in flight, so memory stays
-    bounded however many items come. An error in a worker is raised here, at its item's turn.
-
-    Example: map_in_order(lambda state, x: len(x) + state, ["ab", "c"], workers=2, setup=int, args=()) -> 2, 1
-    """
-    if scheduler:
-        from . import cluster
-
-        yield from cluster.map_in_order(function, items, setup, args, scheduler)
-        return
-    workers = parallelism(workers)
-    if workers == 1:
-        state = setup(*args)
-        yield from (function(state, item) for item in items)
-        return
-    yield from _Workers(workers, setup, args).map_in_order(function, items, in_flight=2 * workers)
-
-
-def parallelism(workers: int, scheduler: str | None = None) -> int:
-    """How many items run at once: the worker threads of the cluster, or the local workers."""
-    if scheduler:
-        from . import cluster
-
-        return cluster.threads(scheduler)
-    return max(1, min(workers, available_cpus()))
-
-
-class _Workers:
+class Workers:
     """Worker processes, each serving the items sent down its pipe one at a time."""
 
     def __init__(self, count: int, setup: Callable, args: tuple):
@@ -144,7 +108,7 @@ class _Workers:
                         code = self.processes[done_by].exitcode
                         raise BpecliError(
                             f"a worker process died (exit status {code}; killed, or out of memory?); "
-                            "rerun, perhaps with fewer --workers"
+                            f"rerun, perhaps with fewer {arg('workers')}"
                         ) from None
                     idle.append(done_by)
         finally:
@@ -250,7 +214,7 @@ def _die_with(parent: int) -> None:
     reads no pipe, and one left alive would keep the output folder's lock and its memory.
 
     The signal comes when the parent's thread that started the worker ends, so workers are
-    started and used by one thread (executor.map_in_order runs in its caller's thread)."""
+    started and used by one thread (parallel.map_in_order runs in its caller's thread)."""
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):  # not Linux

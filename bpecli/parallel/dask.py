@@ -1,4 +1,4 @@
-"""The Dask side of executor.map_in_order: the same items, run by the workers of a cluster.
+"""The Dask side of parallel.map_in_order: the same items, run by the workers of a cluster.
 
 Imported only when a scheduler is given, so a local run never loads `distributed`. Each worker
 gets the run's setup once, as a worker plugin (workers that join later, or replace one that died,
@@ -9,23 +9,30 @@ object store. A task lost with its worker is run again by Dask.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import logging
 import os
 import re
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from typing import Any
 
-from .errors import BpecliError
-from .folders import Unreadable, parse_json, read_regular
-from .executor import keep_freed_memory
+from ..errors import BpecliError, arg
+from ..folders import Unreadable, parse_json, read_regular
+from .local import keep_freed_memory
 
 try:
-    from distributed import Client, WorkerPlugin, get_worker
+    import dask
+    from dask.utils import parse_timedelta
+    from distributed import Client, KilledWorker, WorkerPlugin, get_worker
+    from distributed.comm import connect as open_comm
+    from distributed.comm.core import CommClosedError
 except ModuleNotFoundError:  # the extra is not installed: said when a scheduler is asked for (an
     # ImportError of another kind, a library that cannot load, is raised as it is)
     Client = None  # type: ignore[misc,assignment]
@@ -39,7 +46,7 @@ def connect(scheduler: str) -> Any:
     """A client of the scheduler at an address (tcp://host:8786) or named by a scheduler file
     (the JSON `dask scheduler --scheduler-file` writes); one per scheduler, for this process."""
     if Client is None:
-        raise BpecliError("--scheduler needs Dask: pip install 'bpecli[dask]' (dask[distributed])")
+        raise BpecliError(f"{arg('scheduler')} needs Dask: pip install 'bpecli[dask]' (dask[distributed])")
     with _connecting:
         if scheduler not in _clients:
             if os.path.isfile(scheduler):
@@ -47,7 +54,7 @@ def connect(scheduler: str) -> Any:
             elif _ADDRESS.fullmatch(scheduler):
                 address = scheduler
             else:
-                raise BpecliError(f"--scheduler {scheduler}: no such scheduler file, nor an address such as "
+                raise BpecliError(f"{arg('scheduler')} {scheduler}: no such scheduler file, nor an address such as "
                                   "tcp://host:8786")
             # a lost worker is retried, not news; a lost scheduler is one error, without the client's
             # tracebacks of reconnecting (Dask's config gives distributed.client a level of its own)
@@ -64,12 +71,6 @@ def _client(address: str, scheduler: str) -> Any:
     Client() forever, and one that answers something else made it allocate what the first bytes
     said. So the address first gets a handshake of its own, bounded, in a thread of its own (the
     caller may run an event loop already)."""
-    import asyncio
-
-    import dask
-    from dask.utils import parse_timedelta
-    from distributed.comm import connect as open_comm
-
     seconds = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), "s")
 
     async def shake_hands() -> None:
@@ -110,8 +111,6 @@ def _address_in(path: str) -> str:
     """The address in a scheduler file, read here rather than by Dask: Dask waits a minute on a
     file without one and then raises its own traceback. A file that is no JSON yet (a scheduler
     starting, writing it) gets a few tries."""
-    import time
-
     problem = ""
     for attempt in range(10):
         if attempt:
@@ -119,7 +118,7 @@ def _address_in(path: str) -> str:
         try:
             data, _ = read_regular(path, _SCHEDULER_FILE_BYTES)
         except OSError as e:
-            raise BpecliError(f"--scheduler {path}: cannot read it ({e.strerror or e})") from None
+            raise BpecliError(f"{arg('scheduler')} {path}: cannot read it ({e.strerror or e})") from None
         except Unreadable as e:
             problem = f"it {e}"
             break
@@ -133,7 +132,7 @@ def _address_in(path: str) -> str:
             return address
         problem = "it has no \"address\" such as tcp://host:8786"
         break
-    raise BpecliError(f"--scheduler {path}: not a Dask scheduler file, {problem}; give the file `dask scheduler "
+    raise BpecliError(f"{arg('scheduler')} {path}: not a Dask scheduler file, {problem}; give the file `dask scheduler "
                       "--scheduler-file` writes, or the scheduler's address")
 
 
@@ -155,7 +154,7 @@ def threads(scheduler: str) -> int:
 
 
 def map_in_order(function: Callable, items: Iterable, setup: Callable, args: tuple, scheduler: str) -> Iterator:
-    """See executor.map_in_order. Items go ITEMS_PER_TASK to a task; 2 tasks per worker thread are
+    """See parallel.map_in_order. Items go ITEMS_PER_TASK to a task; 2 tasks per worker thread are
     in flight besides the one whose results are being used."""
     client = connect(scheduler)
     name = f"bpecli-{uuid.uuid4().hex}"
@@ -194,11 +193,6 @@ def map_in_order(function: Callable, items: Iterable, setup: Callable, args: tup
 def _said(scheduler: str):
     """Dask's own failures as one error each: the scheduler lost (its futures are cancelled), or
     workers dying again and again on one task. Errors the work raised pass as they are."""
-    from concurrent.futures import CancelledError
-
-    from distributed import KilledWorker
-    from distributed.comm.core import CommClosedError
-
     try:
         yield
     except (CancelledError, CommClosedError) as e:

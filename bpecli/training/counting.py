@@ -11,18 +11,21 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
-from .corpus import Part, read_document_bytes, read_documents
-from .executor import map_in_order
-from .normalize import normalizer
-from .bulk.packing import (LENGTH_SHIFT, PACKED_ROW_BYTES, SMALL_CODES, distinct_packed, document_batches, pack_by_size,
-                           pack_pieces, piece_hash, small_pieces)
-from .arrays import with_room
-from .perthread import PerThread
-from .bulk.tables import PieceTable
-from .pretokenize import safe_blocks, special_byte_splitter, special_splitter, splitter, uncovered_error, vectorised_splitter
+from ..arrays import with_room
+from ..bulk.packing import (LENGTH_SHIFT, PACKED_ROW_BYTES, SMALL_CODES, distinct_packed, document_batches, pack_by_size,
+                            pack_pieces, piece_hash, small_pieces)
+from ..bulk.tables import PieceTable
+from ..errors import arg
+from ..inputs.documents import Splitters, read_documents
+from ..inputs.parts import Part
+from ..normalize import normalizer
+from ..parallel import map_in_order
+from ..perthread import PerThread
+from ..pretokenize import safe_blocks, splitter, uncovered_error, vectorised_splitter
 
 # Documents are counted in batches of about this many bytes (small arrays, small worker peaks);
 # a longer document is cut at safe cuts first.
@@ -155,12 +158,11 @@ class Total:
 
 @dataclass(frozen=True)
 class _Counter:
-    """What each worker needs to count a part: made once per worker (see executor.map_in_order)."""
+    """What each worker needs to count a part: made once per worker (see parallel.map_in_order)."""
 
     pattern: str
     split: object  # the vectorised splitter, or None for the regex
-    splitter: object  # the special-token splitter
-    byte_splitter: object  # the same for UTF-8 bytes
+    splitters: Splitters  # what ends a document in text
     text_column: str
     errors: str
     normalized: Callable[[str], str] | None  # the text as the tokenizer will split it (see normalize.py)
@@ -174,22 +176,24 @@ class _Counter:
 
 
 def _setup(pattern: str, separators: list[str], text_column: str, errors: str, steps: tuple[str, ...]) -> _Counter:
-    return _Counter(pattern, vectorised_splitter(pattern), special_splitter(separators),
-                    special_byte_splitter(separators), text_column, errors, normalizer(steps) if steps else None)
+    return _Counter(pattern, vectorised_splitter(pattern), Splitters.of(separators), text_column, errors,
+                    normalizer(steps) if steps else None)
 
 
 def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
     """(the pre-token counts of a part, its weight for progress)."""
-    if counter.split is not None and counter.normalized is None and part.kind == "text" and counter.errors == "strict":
-        data, _, _ = read_document_bytes(part, splitter=counter.byte_splitter, checksum=False)
-        return count_pieces(data, counter.split, counter.numbered), part.weight
-    documents, _, _ = read_documents(part, splitter=counter.splitter, text_column=counter.text_column,
-                                     errors=counter.errors, checksum=False)
+    # the vectorised splitter reads UTF-8 bytes; normalization and the regex read str
+    as_bytes = counter.split is not None and counter.normalized is None
+    found, _, _ = read_documents(part, splitters=counter.splitters, text_column=counter.text_column,
+                                 errors=counter.errors, as_bytes=as_bytes, checksum=False)
+    if found and isinstance(found[0], bytes):
+        return count_pieces(cast("list[bytes]", found), counter.split, counter.numbered), part.weight
+    documents = cast("list[str]", found)
     if counter.normalized is not None:
         documents = list(map(counter.normalized, documents))
     if counter.split is not None:
         return count_pieces([d.encode("utf-8") for d in documents], counter.split, counter.numbered), part.weight
-    findall = splitter(counter.pattern, source="--pattern")
+    findall = splitter(counter.pattern, source=arg("pattern"))
     total = Total()
     for batch in document_batches(documents, 1 << 20):
         pieces = []

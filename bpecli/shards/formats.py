@@ -1,0 +1,109 @@
+"""The three shard formats: .npy, llm.c's .bin (a header of 256 int32: magic, version, token
+count; then the tokens), whose magic and version say the token dtype, and nanoGPT's raw train.bin
+/ val.bin (the tokens alone, their dtype in the manifest beside them); reading a shard of any of
+them, and the dtype of a run's ids."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import BpecliError, InputError, arg
+from ..tokenizer import Tokenizer
+from .layout import MANIFEST, load_state
+
+LLMC_HEADER_INTS = 256
+LLMC_MAGIC = {"uint16": (20240520, 1), "uint32": (20240801, 7)}  # dtype -> (magic, version)
+
+
+def shard_header(shard_format: str, dtype: str, length: int) -> bytes:
+    """The bytes before a shard's tokens."""
+    if shard_format == "nanogpt":
+        return b""
+    if shard_format == "llmc":
+        header = np.zeros(LLMC_HEADER_INTS, dtype="<i4")
+        header[:3] = (*LLMC_MAGIC[dtype], length)
+        return header.tobytes()
+    return _npy_header(dtype, length)
+
+
+def _npy_header(dtype: str, length: int) -> bytes:
+    buffer = io.BytesIO()
+    descr = np.lib.format.dtype_to_descr(np.dtype(dtype).newbyteorder("<"))
+    np.lib.format.write_array_header_1_0(buffer, {"descr": descr, "fortran_order": False, "shape": (length,)})
+    return buffer.getvalue()
+
+
+def read_shard(path: str | Path) -> np.ndarray:
+    """The tokens of a shard file (.npy, llm.c's .bin, or nanoGPT's raw .bin listed in the
+    manifest.json beside it, which says its dtype), memory-mapped."""
+    path = Path(path)
+    try:
+        if path.suffix == ".bin":
+            return _read_bin(path)
+        with open(path, "rb") as f:
+            magic = f.read(6)
+        if magic != b"\x93NUMPY":  # np.load would take it for a pickle and speak of allow_pickle
+            raise InputError(f"{path}: not a .npy file (it does not start as one); to decode ids written as "
+                             "text, give a file of another name, or pipe it in on stdin")
+        array = np.load(path, mmap_mode="r")
+    except (OSError, ValueError) as e:
+        # numpy's own words may run over several lines (a header too long to be read safely)
+        message = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(f"{path}: not a readable shard ({message})") from None
+    if array.ndim != 1 or array.dtype.kind not in "iu":
+        raise InputError(f"{path}: expected a 1-d integer array, found {array.dtype} of shape {array.shape}")
+    return array
+
+
+def _read_bin(path: Path) -> np.ndarray:
+    """An llm.c .bin (its header's token count must be what the file holds) or a nanoGPT .bin."""
+    header = np.fromfile(path, dtype="<i4", count=LLMC_HEADER_INTS)
+    dtype = next((d for d, (magic, version) in LLMC_MAGIC.items()
+                  if len(header) == LLMC_HEADER_INTS and (header[0], header[1]) == (magic, version)), None)
+    if dtype is None:
+        raw_dtype = _nanogpt_dtype(path)
+        if raw_dtype is None:
+            raise ValueError("no llm.c header (magic 20240520 version 1, or 20240801 version 7), and no "
+                             "manifest.json beside it that lists it as a nanoGPT .bin")
+        return np.memmap(path, dtype=np.dtype(raw_dtype).newbyteorder("<"), mode="r")
+    itemsize, count = np.dtype(dtype).itemsize, int(header[2])
+    held = (path.stat().st_size - 4 * LLMC_HEADER_INTS) / itemsize
+    if count != held:
+        raise ValueError(f"its llm.c header says {count:,} tokens, but it holds {held:,g}")
+    if count == 0:  # numpy maps no empty file
+        return np.zeros(0, dtype=np.dtype(dtype).newbyteorder("<"))
+    return np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r", offset=4 * LLMC_HEADER_INTS, shape=(count,))
+
+
+def _nanogpt_dtype(path: Path) -> str | None:
+    """The dtype of a raw nanoGPT .bin, from the manifest of its folder (None if it lists no such file)."""
+    manifest_path = path.parent / MANIFEST
+    if not os.path.lexists(manifest_path):
+        return None
+    try:
+        manifest = load_state(manifest_path)
+        listed = any(shard.get("file") == path.name for shard in manifest["shards"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if manifest.get("shard_format") == "nanogpt" and listed and manifest.get("dtype") in ("uint16", "uint32"):
+        return manifest["dtype"]
+    return None
+
+
+def resolve_dtype(tokenizer: Tokenizer, dtype: str = "auto") -> str:
+    """uint16 when every id fits, else uint32; a dtype asked for must hold every id."""
+    top = max(tokenizer.decoder)
+    if dtype == "auto":
+        if top > np.iinfo(np.uint32).max:
+            raise BpecliError(f"the tokenizer's ids go up to {top:,}, past uint32 (the widest shard dtype); "
+                              "renumber its special tokens below 2**32")
+        return "uint16" if top <= np.iinfo(np.uint16).max else "uint32"
+    if dtype not in ("uint16", "uint32"):
+        raise BpecliError(f"{arg('dtype')} {dtype!r}: expected auto, uint16 or uint32")
+    if top > np.iinfo(dtype).max:
+        raise BpecliError(f"the tokenizer's ids go up to {top}, which {dtype} cannot hold; use {arg('dtype', 'uint32')} or auto")
+    return dtype

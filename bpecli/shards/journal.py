@@ -1,0 +1,165 @@
+"""The journal of a run under way (.bpecli-progress.json): the shards finished, with their
+checksums and where in the inputs each one ends, and the checksums of the parts read, so that a
+rerun of the same command keeps those shards and carries on from there. Here a run decides, from
+what its folder holds, to resume, to rebuild or to refuse; and the journal is written."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import folders
+from ..errors import OutputError, arg
+from ..folders import file_sha256
+from .formats import shard_header
+from .layout import (JOURNAL, MANIFEST, PARTIAL, SHA256, SHARD_NAME, checked_shards, damaged, differences, is_file_here,
+                     load_state, read_json, read_manifest)
+
+
+def prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
+    """The finished manifest if out holds this very run complete; else the shards kept from an
+    interrupted run of it (checksums verified), with everything else of ours cleared away."""
+    manifest_path, journal_path = out / MANIFEST, out / JOURNAL
+    records = [path for path in (manifest_path, journal_path) if path.exists()]
+    if not any(map(_written_by_bpecli, records)):
+        # shard names in a folder bpecli has no record in are someone else's (nanoGPT's own
+        # train.bin, say), and so is a manifest.json it did not write: never replaced, force or not
+        foreign = sorted([p.name for p in out.iterdir() if SHARD_NAME.fullmatch(p.name)] + [p.name for p in records])
+        if foreign:
+            named = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            raise OutputError(f"{out} holds {named}, which bpecli has no record of writing; move them away "
+                              f"or choose another {arg('out_dir')}")
+    if force:
+        clear(out, keep=set())
+        return []
+    if manifest_path.exists():
+        manifest = read_manifest(manifest_path)
+        differs = differences(manifest, settings)
+        if not differs:
+            return manifest
+        raise OutputError(f"{out} holds shards of another run ({'; '.join(differs)}); use {arg('force', True)} to rebuild")
+    kept: list[dict] = []
+    if journal_path.exists():
+        journal = read_json(journal_path)
+        there = journal.get("settings")
+        differs = differences(there if isinstance(there, dict) else {}, settings)
+        if differs:
+            raise OutputError(f"{out} holds an unfinished run of other settings ({'; '.join(differs)}); "
+                              f"use {arg('force', True)} to restart")
+        recorded = journal.get("parts")
+        if not isinstance(recorded, list) or not all(isinstance(d, str) and SHA256.fullmatch(d) for d in recorded):
+            raise damaged(journal_path, "its list of the parts read is missing or malformed")
+        for shard in checked_shards(journal_path, journal, settings, parts=len(recorded)):
+            if not _intact(out, shard, settings):
+                break
+            kept.append(shard)
+    clear(out, keep={name for shard in kept for name in (shard["file"], shard.get("index"))})
+    return [dict(shard, parts=recorded, written=_checked_written(journal.get("written"))) for shard in kept]
+
+
+def _checked_written(value) -> list:
+    """A journal's tallies of what each part gave each split ([None] where unknown): a list of
+    {split: [tokens, documents]}; anything else is no tallies at all (the manifest then says none)."""
+    def valid(entry) -> bool:
+        return entry is None or isinstance(entry, dict) and all(
+            isinstance(split, str) and isinstance(pair, list) and len(pair) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in pair) for split, pair in entry.items())
+
+    return value if isinstance(value, list) and all(map(valid, value)) else []
+
+
+def _intact(out: Path, shard: dict, settings: dict) -> bool:
+    """Whether a shard the journal lists is in the folder as written: a file of its own (no link
+    out of the folder), whose size and header say its number of tokens, with its sha256, and
+    its document index beside it with its own."""
+    path, dtype = out / shard["file"], settings["dtype"]
+    header = shard_header(settings.get("shard_format", "npy"), dtype, shard["tokens"])
+    if not is_file_here(path) or path.stat().st_size != len(header) + shard["tokens"] * np.dtype(dtype).itemsize:
+        return False
+    with open(path, "rb") as f:
+        if f.read(len(header)) != header:
+            return False
+    if file_sha256(path) != shard["sha256"]:
+        return False
+    index = shard.get("index")
+    return index is None or (is_file_here(out / index) and file_sha256(out / index) == shard["index_sha256"])
+
+
+def _written_by_bpecli(path: Path) -> bool:
+    """Whether a manifest or journal is bpecli's, however damaged its other fields: a JSON object
+    whose settings carry a format_version (bpecli writes it whole, by a rename, or not at all)."""
+    try:
+        document = load_state(path)
+    except (OSError, ValueError):
+        return False
+    settings = document.get("settings", document) if isinstance(document, dict) else None
+    return isinstance(settings, dict) and "format_version" in settings
+
+
+def clear(out: Path, keep: set) -> None:
+    """Remove our files from out, except the shards (and indexes) named in keep (manifest
+    first: never a folder that looks finished but is not)."""
+    (out / MANIFEST).unlink(missing_ok=True)
+    if not keep:
+        (out / JOURNAL).unlink(missing_ok=True)
+    for path in out.iterdir():
+        ours = SHARD_NAME.fullmatch(path.name) or PARTIAL.fullmatch(path.name)
+        if ours and path.name not in keep:
+            path.unlink()
+
+
+# The journal is written for a run's first shard and then at most once every this many seconds
+# (and when the run stops): shards past it are written again by a rerun, and a run of millions of
+# tiny shards stays linear.
+JOURNAL_SECONDS = 1.0
+
+
+class Journal:
+    """The journal file of a run under way, and how many of its shards it lists."""
+
+    def __init__(self, out: Path, settings: dict, listed: int):
+        self.path, self.settings = out / JOURNAL, settings
+        self.listed = listed  # the shards the journal on disk lists
+        self.written_at = 0.0
+
+    def due(self) -> bool:
+        """Whether a shard just finished should be listed now (see JOURNAL_SECONDS)."""
+        return not self.listed or time.monotonic() - self.written_at > JOURNAL_SECONDS
+
+    def write(self, shards: list[dict], parts: list[str], written: list) -> None:
+        """List shards, the checksums of the parts read and what each part gave each split."""
+        folders.write_json_atomically({"settings": self.settings, "shards": shards, "parts": parts, "written": written},
+                                      self.path)
+        self.listed, self.written_at = len(shards), time.monotonic()
+
+    def remove(self, listed: int) -> None:
+        """The run is finished (its manifest written): the journal goes."""
+        self.listed = listed
+        try:
+            self.path.unlink(missing_ok=True)
+        except OSError:  # the folder is finished whatever: a manifest outranks a journal beside it
+            pass
+
+
+# ids compared at the end of a resumed stream's last kept shard: enough to tell any two places apart
+RESUME_CHECK = 1 << 12
+
+
+def check_resume(out: Path, last: dict, resume_part: int, skip: int, ids: np.ndarray, part: int, dtype: np.dtype) -> None:
+    """The ids of part `part` agree with the journal's word on where a stream's last kept shard
+    (last) ends: skip ids into part resume_part, or the end of the part before it if skip is 0. A
+    journal edited or damaged to point elsewhere would lose or repeat ids without it."""
+    if part == resume_part and skip >= len(ids):
+        raise damaged(out / JOURNAL, f"{last['file']} is said to end {skip:,} ids into part {part:,}, "
+                                     f"which has {len(ids):,}")
+    before = ids[:skip] if part == resume_part else ids
+    n = min(len(before), last["tokens"], RESUME_CHECK)
+    with open(out / last["file"], "rb") as f:
+        f.seek(-n * dtype.itemsize, os.SEEK_END)
+        tail = np.frombuffer(f.read(n * dtype.itemsize), dtype=dtype)
+    if not np.array_equal(tail, before[len(before) - n :]):
+        where = f"{skip:,} ids into part {part:,}" if skip else f"where part {part:,} ends"
+        raise damaged(out / JOURNAL, f"{last['file']} does not end {where}, as it says")

@@ -1,0 +1,87 @@
+"""train(): a corpus -> a Tokenizer, as a numbered recipe: check the settings, cut the inputs into
+parts, count their pre-tokens in parallel, merge, and build the vocabulary."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import InputError
+from ..inputs.parts import PART_BYTES, document_parts
+from ..inputs.sources import input_bytes, input_pairs
+from ..normalize import check as check_normalize
+from ..parallel import parallelism
+from ..pretokenize import SAFE_CUT, document_separators, is_preset, resolve_pattern
+from ..progress import progress_bar
+from ..tokenizer import Tokenizer, check_special_tokens
+from .counting import count_pretokens
+from .merges import merges_wanted, train_bpe
+
+# A training part of the corpus is at most this big: a worker holds its text, documents and counts.
+MAX_PART_BYTES = 16 << 20
+
+
+def counting_part_bytes(total_bytes: int, parallel: int) -> int:
+    """Parts of about a quarter of a worker's share: few counts to add up in this process and few
+    tasks to send, enough parts to keep every worker busy (they need not be the same on every run,
+    as shards' do), and at most MAX_PART_BYTES, which bounds a worker's memory."""
+    return min(max(PART_BYTES, total_bytes // (4 * max(1, parallel)) + 1), MAX_PART_BYTES)
+
+
+def train(
+    inputs: list[str | Path | tuple[str, str]],
+    *,
+    vocab_size: int,
+    special_tokens: Sequence[str] = (),
+    pattern: str = "gpt2",
+    workers: int = 1,
+    scheduler: str | None = None,
+    min_frequency: int = 0,
+    errors: str = "strict",
+    text_column: str = "text",
+    normalize: tuple[str, ...] | list[str] = (),
+    progress=None,
+) -> Tokenizer:
+    """Train a byte-level BPE on the documents of inputs (text, JSONL, Parquet, compressed: see
+    inputs.parts.document_parts; paths, URIs or (path, label) pairs), counted by `workers` processes
+    or the workers of a Dask cluster (scheduler: see parallel.map_in_order): byte b has id b, merge
+    i id 256 + i, and the special tokens take the last ids in the order given. normalize names the
+    steps (normalize.STEPS: nfkc, lowercase...) applied to every document first, and by encode.
+    progress, if given, makes a bar for each stage: progress(description, total, unit) -> an object
+    with update(n) and close().
+
+    Example: train(["corpus.txt"], vocab_size=1000, special_tokens=["<|endoftext|>"]).save("tok")
+    """
+    # 1. Check the settings, before the long count.
+    special_tokens = list(dict.fromkeys(special_tokens))
+    check_special_tokens(dict.fromkeys(special_tokens, 0))
+    n_merges = merges_wanted(vocab_size, special_tokens)
+    pattern = resolve_pattern(pattern)
+    normalize = check_normalize(normalize)
+    # 2. Cut the inputs into parts of whole documents (text without special tokens also where the
+    #    preset patterns surely start a piece), sized for the workers.
+    pairs = input_pairs(inputs)
+    safe_cut = SAFE_CUT if is_preset(pattern) else None
+    total_bytes = input_bytes(pairs)
+    part_bytes = counting_part_bytes(total_bytes, parallelism(workers, scheduler))
+    separators = document_separators(special_tokens)
+    parts = document_parts(pairs, separators=separators, text_column=text_column, safe_cut=safe_cut,
+                           part_bytes=part_bytes)
+    # 3. Count the pre-tokens of every part, in parallel.
+    with progress_bar(progress, "counting", total_bytes, "B") as bar:
+        counts = count_pretokens(parts, pattern=pattern, separators=separators, text_column=text_column,
+                                 workers=workers, scheduler=scheduler, errors=errors, normalize=normalize,
+                                 progress=bar)
+    if not counts:
+        raise InputError(f"{', '.join(label for _, label in pairs)}: the corpus is empty (no text outside special tokens)")
+    # 4. Merge.
+    with progress_bar(progress, "merging", n_merges, "merge") as bar:
+        merges = train_bpe(
+            counts, vocab_size=vocab_size, special_tokens=special_tokens, min_frequency=min_frequency, progress=bar
+        )
+    # 5. The vocabulary: the 256 bytes, the merges in order, the special tokens last.
+    ranks = {bytes([b]): b for b in range(256)}
+    for left, right in merges:
+        ranks[left + right] = len(ranks)
+    specials = {token: len(ranks) + i for i, token in enumerate(special_tokens)}
+    return Tokenizer(ranks=ranks, special_tokens=specials, pattern=pattern, trained_merges=tuple(merges), normalize=normalize)
