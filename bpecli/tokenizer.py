@@ -1,5 +1,5 @@
 """The Tokenizer: ranks, special tokens and a pattern; encode and decode with tiktoken's semantics.
-Short texts go through the regex and BPE of one piece (bpe.py); long texts and many documents
+Short texts go through the regex and BPE of one piece (encoding/reference.py); long texts and many documents
 through the bulk engine (bulk/), which the Tokenizer holds as a handle."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal, cast
 
 import regex
 
-from .bpe import NUMPY_PIECE, merge_parts, piece_ids
+from .encoding.reference import NUMPY_PIECE, merge_parts, piece_ids
 from .errors import BpecliError, DisallowedSpecialError, UnknownIdError
 from .normalize import check as normalize_steps, normalizer
 from .perthread import PerThread

@@ -1,6 +1,6 @@
 """BPE of one piece in Python: the reference the numpy paths are held to."""
 
-from bpecli.bpe import _merge_parts_heap, _merge_parts_scan, merge_parts
+from bpecli.encoding.reference import _merge_parts_heap, _merge_parts_scan, merge_parts
 
 
 def test_golden_pieces_merge_as_gpt2_does(gpt2):
@@ -15,7 +15,7 @@ def test_heap_merge_equals_scan_merge(gpt2):
 
 
 def test_piece_ids_are_the_token_or_its_merged_parts(gpt2):
-    from bpecli.bpe import piece_ids
+    from bpecli.encoding.reference import piece_ids
 
     assert piece_ids(b" tokenizer", gpt2.ranks) == (11241, 7509)
     assert piece_ids(b"hello", gpt2.ranks) == (gpt2.ranks[b"hello"],)

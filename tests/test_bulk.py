@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpecli import Tokenizer
-from bpecli.bpe import merge_parts
+from bpecli.encoding.reference import merge_parts
 from bpecli.bulk.merge import bpe_batch, bpe_long
 from bpecli.bulk.packing import group
 from bpecli.bulk.tables import NO_RANK

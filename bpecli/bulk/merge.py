@@ -1,5 +1,5 @@
 """BPE of many pre-tokens at once in numpy rounds (bpe_rounds), and of long ones in rounds whose
-work follows the pairs they change (bpe_long); one piece at a time is bpe.py's."""
+work follows the pairs they change (bpe_long); one piece at a time is encoding.reference's."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import heapq
 import numpy as np
 
 from ..arrays import sorted_distinct, spans, without_overlaps
-from ..bpe import NUMPY_PIECE, piece_ids
+from ..encoding.reference import NUMPY_PIECE, piece_ids
 from .packing import LENGTH_SHIFT, PACKED_ROW_BYTES, piece_hash
 from .tables import LOOKUP_BLOCK, NO_RANK, Vocabulary
 
@@ -19,7 +19,7 @@ ROUNDS_PIECE = 1024
 
 
 def encode_piece(vocab: Vocabulary, piece: bytes) -> tuple[int, ...]:
-    """bpe.piece_ids, but a piece longer than NUMPY_PIECE that is no token merges in numpy rounds."""
+    """reference.piece_ids, but a piece longer than NUMPY_PIECE that is no token merges in numpy rounds."""
     if len(piece) > NUMPY_PIECE and piece not in vocab.ranks:
         ids, _ = bpe_long(vocab, np.frombuffer(piece, dtype=np.uint8), np.zeros(1, dtype=np.int64), np.array([len(piece)]))
         return tuple(ids.tolist())

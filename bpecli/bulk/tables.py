@@ -8,7 +8,7 @@ from functools import cached_property
 import numpy as np
 
 from ..arrays import spans
-from ..bpe import BYTE_TOKENS
+from ..encoding.reference import BYTE_TOKENS
 from .packing import GOLDEN, PACKED_BYTES, SMALL_CODES, distinct_packed, pack_spans, piece_hash, small_pieces
 
 NO_RANK = np.int32(np.iinfo(np.int32).max)  # what a lookup gives for a pair that is no token (ranks are int32)
