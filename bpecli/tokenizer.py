@@ -20,7 +20,7 @@ from .perthread import PerThread
 from .pretokenize import SAFE_CUT, is_preset, safe_blocks, special_splitter, splitter, uncovered_error, vectorised_splitter
 
 if TYPE_CHECKING:
-    from .bulk import BulkEncoder, Vocabulary
+    from .bulk import BulkEncoder, VocabTables
 
 # numpy and the bulk engine are imported where first used, not here: `import bpecli` stays light
 # for shell one-liners, and the CLI blocks SIGTERM and SIGINT before numpy starts its threads
@@ -420,10 +420,10 @@ class Tokenizer:
         return np.insert(ids, ends[last_blocks[:-1]], special_ids).tolist()
 
     @cached_property
-    def _vocabulary(self) -> Vocabulary:
-        from .bulk import Vocabulary
+    def _vocabulary(self) -> VocabTables:
+        from .bulk import VocabTables
 
-        return Vocabulary(self.ranks)
+        return VocabTables(self.ranks)
 
     @cached_property
     def _bulk(self) -> BulkEncoder | None:

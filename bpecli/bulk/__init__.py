@@ -5,4 +5,4 @@ together for many documents at once (engine.py). The Tokenizer holds one as its 
 from .engine import BulkEncoder as BulkEncoder
 from .engine import join_encoded as join_encoded
 from .merge import encode_piece as encode_piece
-from .tables import Vocabulary as Vocabulary
+from .tables import VocabTables as VocabTables

@@ -16,7 +16,7 @@ NO_RANK = np.int32(np.iinfo(np.int32).max)  # what a lookup gives for a pair tha
 LOOKUP_BLOCK = 1 << 20
 
 
-class Vocabulary:
+class VocabTables:
     """A vocabulary's tables, each built when first used: ranks (token bytes -> id) is all it needs."""
 
     def __init__(self, ranks: dict[bytes, int]):
