@@ -4,7 +4,7 @@ This is the public API of bpecli.
 """
 
 from .errors import BpecliError as BpecliError
-from .files import load as load
+from .formats import load as load
 from .pretokenize import PATTERNS as PATTERNS
 from .tokenizer import Tokenizer as Tokenizer
 

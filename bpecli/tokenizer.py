@@ -76,14 +76,14 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path: str | Path, **options) -> Tokenizer:
-        """Read any tokenizer format bpecli knows (see files.load)."""
-        from .files import load
+        """Read any tokenizer format bpecli knows (see formats.load)."""
+        from .formats import load
 
         return load(path, **options)
 
     def save(self, out_dir: str | Path, *, force: bool = False) -> Path:
-        """Write every file format into out_dir, atomically (see files.save)."""
-        from .files import save
+        """Write every file format into out_dir, atomically (see formats.save)."""
+        from .formats import save
 
         return save(self, out_dir, force=force)
 
@@ -102,7 +102,7 @@ class Tokenizer:
 
         digest = hashlib.sha256()
         if self.files:
-            read = getattr(self, "_read_files", None)  # set by files.load: the files it read, told apart
+            read = getattr(self, "_read_files", None)  # set by formats.load: the files it read, told apart
             for index, name in enumerate(self.files):
                 with open(name, "rb") as file:
                     if read is not None and identity(os.fstat(file.fileno())) != read[index]:

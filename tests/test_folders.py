@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bpecli import BpecliError, Tokenizer, train
-from bpecli.files import TOKENIZER_FILES
+from bpecli.formats import TOKENIZER_FILES
 
 BPECLI = [sys.executable, "-m", "bpecli"]
 TEXT = "Once upon a time, the theory of tokenizers<|endoftext|> had 2026 cats and a dog."

@@ -18,11 +18,11 @@ from operator import add, gt, itemgetter, le, lt
 from pathlib import Path
 from typing import cast
 
-from . import folders
-from .errors import BpecliError, OutputError, TokenizerFileError
-from .normalize import check as check_normalize, from_hugging_face, to_hugging_face
-from .pretokenize import PATTERNS, end_of_document, resolve_pattern
-from .tokenizer import MAX_ID, Tokenizer, check_special_tokens
+from .. import folders
+from ..errors import BpecliError, OutputError, TokenizerFileError
+from ..normalize import check as check_normalize, from_hugging_face, to_hugging_face
+from ..pretokenize import PATTERNS, end_of_document, resolve_pattern
+from ..tokenizer import MAX_ID, Tokenizer, check_special_tokens
 
 
 # The special tokens of tiktoken's encodings, known by the number of ordinary tokens they have.
