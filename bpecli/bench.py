@@ -38,7 +38,7 @@ def peer_encoder(name: str, tok: Tokenizer, workers: int):
         from .formats.folder import write_tokenizer_json
 
         with tempfile.TemporaryDirectory() as folder:
-            write_tokenizer_json(tok, Path(folder) / "tokenizer.json")
+            write_tokenizer_json(tok.vocab, Path(folder) / "tokenizer.json")
             hf = tokenizers.Tokenizer.from_str((Path(folder) / "tokenizer.json").read_text(encoding="utf-8"))
 
         def encode(docs):

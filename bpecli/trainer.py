@@ -19,7 +19,8 @@ from .executor import parallelism
 from .progress import progress_bar
 from .normalize import check as check_normalize
 from .pretokenize import SAFE_CUT, document_separators, is_preset, resolve_pattern
-from .tokenizer import MAX_ID, Tokenizer, check_special_tokens
+from .tokenizer import Tokenizer
+from .vocab import MAX_ID, check_special_tokens
 
 
 def tie_break_key(left: bytes, right: bytes) -> bytes:

@@ -16,7 +16,7 @@ def test_long_pieces_merge_here_as_in_the_bulk_engines_linked_list(gpt2):
 
     for piece in [b"a" * 200, b"ab" * 100, "é".encode() * 90, b" hello" * 30, bytes(range(256)),
                   b"abcdefghij" * (NUMPY_PIECE // 10 + 1), b"=" * NUMPY_PIECE]:
-        ids, _ = bpe_long(gpt2._vocabulary, np.frombuffer(piece, dtype=np.uint8), np.zeros(1, dtype=np.int64),
+        ids, _ = bpe_long(gpt2._text.tables, np.frombuffer(piece, dtype=np.uint8), np.zeros(1, dtype=np.int64),
                           np.array([len(piece)]))
         assert [gpt2.ranks[part] for part in merge_parts(piece, gpt2.ranks)] == ids.tolist()
     assert merge_parts(b"x", gpt2.ranks) == [b"x"] and merge_parts(b"", gpt2.ranks) == []

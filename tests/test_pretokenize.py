@@ -102,13 +102,13 @@ def o200k_over_gpt2(gpt2):
 def test_bulk_encoding_with_the_o200k_pattern_equals_tiktoken(o200k_over_gpt2, documents):
     ours, theirs = o200k_over_gpt2
     ids, _ = ours.encode_documents(documents)
-    assert ours._bulk.split is o200k_piece_starts
+    assert ours._text.bulk.split is o200k_piece_starts
     assert ids.tolist() == [i for d in theirs.encode_ordinary_batch(documents) for i in d]
 
 
 def test_long_texts_take_the_vectorised_path_and_agree(gpt2, tiktoken_gpt2, kernel_docs_sample):
     text = kernel_docs_sample[:300_000] + "<|endoftext|>" + "x'll \u00a0 " * 10_000
-    assert gpt2._bulk is not None
+    assert gpt2._text.bulk is not None
     assert gpt2.encode(text, allowed_special="all") == tiktoken_gpt2.encode(text, allowed_special="all")
     assert gpt2.encode_ordinary(text) == tiktoken_gpt2.encode_ordinary(text)
 

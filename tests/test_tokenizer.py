@@ -163,7 +163,7 @@ def test_sparse_ids_decode_without_a_table_as_long_as_the_highest_id(gpt2):
 
     ids = np.array(tok.encode("hello<|end|>world", allowed_special="all") , dtype=np.int64)
     assert tok.decode(ids) == "hello<|end|>world" and tok.decode(ids.tolist()) == "hello<|end|>world"
-    assert sum(a.nbytes for a in tok._byte_table if a is not None) < 10_000_000
+    assert sum(a.nbytes for a in tok._decoder.byte_table if a is not None) < 10_000_000
     with pytest.raises(BpecliError, match="id 3999999999 is not in the vocabulary"):
         tok.decode(np.array([huge - 1]))
 

@@ -6,12 +6,13 @@ import base64
 import binascii
 import codecs
 import errno
+import hashlib
 import json
 import os
 import re
 import stat
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, cached_property
 from itertools import accumulate, compress, islice, repeat
 from operator import add, gt, itemgetter, le, lt
@@ -22,7 +23,7 @@ from .. import folders
 from ..errors import BpecliError, OutputError, TokenizerFileError
 from ..normalize import check as check_normalize, from_hugging_face, to_hugging_face
 from ..pretokenize import PATTERNS, end_of_document, resolve_pattern
-from ..tokenizer import MAX_ID, Tokenizer, check_special_tokens
+from ..vocab import MAX_ID, Vocab, check
 
 
 # The special tokens of tiktoken's encodings, known by the number of ordinary tokens they have.
@@ -108,7 +109,7 @@ def _own(name: str) -> bool:
     return name in TOKENIZER_FILES or name == folders.LEGACY_LOCK
 
 
-def save(tokenizer: Tokenizer, out_dir: str | Path, *, force: bool = False) -> Path:
+def save(vocab: Vocab, out_dir: str | Path, *, force: bool = False) -> Path:
     """Write every format into out_dir. The new files are built in a folder beside it, which is
     renamed into place, or exchanged with an existing out_dir in one step (see folders.py): a
     reader sees the old tokenizer or the new one, never a mix. An existing out_dir may hold only
@@ -116,7 +117,7 @@ def save(tokenizer: Tokenizer, out_dir: str | Path, *, force: bool = False) -> P
     out_dir = Path(out_dir)
     check_writable(out_dir, force=force)
     if out_dir.is_dir():
-        return _replace_folder(tokenizer, out_dir)
+        return _replace_folder(vocab, out_dir)
     parent = out_dir.absolute().parent
     prefix = f".{out_dir.name}."
     try:
@@ -126,7 +127,7 @@ def save(tokenizer: Tokenizer, out_dir: str | Path, *, force: bool = False) -> P
         raise OutputError(f"cannot write into {parent} ({e.strerror or e}); choose an --out you can write to") from None
     try:
         folders.remove_leftovers(parent, prefix, _own)  # of runs killed before their rename
-        _write_all(tokenizer, building)
+        _write_all(vocab, building)
         umask = os.umask(0o22)
         os.umask(umask)
         building.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
@@ -139,19 +140,19 @@ def save(tokenizer: Tokenizer, out_dir: str | Path, *, force: bool = False) -> P
     return out_dir
 
 
-def _write_all(tokenizer: Tokenizer, folder: Path) -> None:
+def _write_all(vocab: Vocab, folder: Path) -> None:
     """Every format into folder, bpecli.json last with the size and CRC-32 of each other file: a
     folder whose files come from two tokenizers is refused on load, not read as one."""
-    listing = _Listing.of(tokenizer)
-    write_vocab_and_merges(tokenizer, folder, listing)
-    write_tokenizer_json(tokenizer, folder / "tokenizer.json", listing)
-    write_transformers_config(tokenizer, folder)
-    write_tiktoken(tokenizer, folder / "tokenizer.tiktoken")
+    listing = _Listing.of(vocab)
+    write_vocab_and_merges(vocab, folder, listing)
+    write_tokenizer_json(vocab, folder / "tokenizer.json", listing)
+    write_transformers_config(vocab, folder)
+    write_tiktoken(vocab, folder / "tokenizer.tiktoken")
     written = {}
     for name in TOKENIZER_FILES[:-1]:
         data = (folder / name).read_bytes()
         written[name] = {"bytes": len(data), "crc32": f"{zlib.crc32(data):08x}"}
-    write_bpecli_json(tokenizer, folder / "bpecli.json", files=written)
+    write_bpecli_json(vocab, folder / "bpecli.json", files=written)
 
 
 def check_writable(out_dir: str | Path, *, force: bool = False) -> None:
@@ -190,7 +191,7 @@ def _check_own_files(out_dir: Path, force: bool) -> None:
         raise OutputError(f"{out_dir} holds a tokenizer already; use --force to replace its files")
 
 
-def _replace_folder(tokenizer: Tokenizer, out_dir: Path) -> Path:
+def _replace_folder(vocab: Vocab, out_dir: Path) -> Path:
     """Replace an existing folder that holds nothing but bpecli's files, or nothing (see
     check_writable): a new generation is built beside it and exchanged with it, and the old one
     removed. A link to the folder stays a link to it; the folder keeps its mode."""
@@ -200,7 +201,7 @@ def _replace_folder(tokenizer: Tokenizer, out_dir: Path) -> Path:
         _check_own_files(target, True)  # again: nothing changes it now but a user
         # the working folder stays where the shell that ran bpecli is (a swap would leave it in the old one)
         if not folders.can_swap(target) or _is_working_folder(target):
-            _replace_inside(tokenizer, target)
+            _replace_inside(vocab, target)
             return out_dir
         prefix = f".{target.name}."
         folders.remove_leftovers(target.parent, prefix, _own)  # of runs killed midway
@@ -209,14 +210,14 @@ def _replace_folder(tokenizer: Tokenizer, out_dir: Path) -> Path:
         except OSError as e:
             raise OutputError(f"cannot write into {target.parent} ({e.strerror or e})") from None
         try:
-            _write_all(tokenizer, building)
+            _write_all(vocab, building)
             folders.same_settings(building, target)
             try:
                 folders.swap_in(building, target)  # building now holds the old generation
             except OSError as e:
                 if e.errno not in (errno.EBUSY, errno.EXDEV):
                     raise
-                _replace_inside(tokenizer, target)  # a mount point that can_swap could not tell (a bind mount)
+                _replace_inside(vocab, target)  # a mount point that can_swap could not tell (a bind mount)
                 return out_dir
             arrived = sorted(name for name in os.listdir(building) if not _own(name)
                              and not name.endswith(folders.TEMPORARY))
@@ -241,7 +242,7 @@ def _is_working_folder(folder: Path) -> bool:
         return False
 
 
-def _replace_inside(tokenizer: Tokenizer, target: Path) -> None:
+def _replace_inside(vocab: Vocab, target: Path) -> None:
     """Where the folder cannot be renamed (a mount point, a parent bpecli may not write), its files
     are replaced one by one, bpecli.json first: it names the sizes and checksums of the files it
     goes with, so bpecli refuses the folder until the last of them is in place. Other programs
@@ -252,7 +253,7 @@ def _replace_inside(tokenizer: Tokenizer, target: Path) -> None:
     except OSError as e:
         raise OutputError(f"cannot write into {target} ({e.strerror or e}); choose an --out you can write to") from None
     try:
-        _write_all(tokenizer, building)
+        _write_all(vocab, building)
         first = ("bpecli.json", "tokenizer.tiktoken")
         for name in (*first, *(name for name in TOKENIZER_FILES if name not in first)):
             os.replace(building / name, target / name)
@@ -272,10 +273,10 @@ class _Listing:
     specials: list[int]  # the ids of the special tokens
 
     @classmethod
-    def of(cls, tokenizer: Tokenizer) -> _Listing:
+    def of(cls, vocab: Vocab) -> _Listing:
         """No sort where the tokens come by id (as trained and loaded ones do) and the merges
         checked by C-level maps: a save of 200,000 tokens spent 0.3 s here."""
-        tokens, ids = list(tokenizer.ranks), list(tokenizer.ranks.values())
+        tokens, ids = list(vocab.ranks), list(vocab.ranks.values())
         # every token spelled at once (one decode, one translate, in C), then cut apart
         spelled = token_to_str(b"".join(tokens))
         ends = list(accumulate(map(len, tokens)))
@@ -285,14 +286,14 @@ class _Listing:
             ordinary.sort()
             names = list(map(itemgetter(1), ordinary))
         merged = list(compress(names, map(gt, map(len, names), repeat(1))))  # one character per byte
-        lefts = list(map(len, map(itemgetter(0), tokenizer.merges)))
-        if list(map(len, merged)) == list(map(add, lefts, map(len, map(itemgetter(1), tokenizer.merges)))):
+        lefts = list(map(len, map(itemgetter(0), vocab.merges)))
+        if list(map(len, merged)) == list(map(add, lefts, map(len, map(itemgetter(1), vocab.merges)))):
             # merge i made the i-th of them: cut it where its left part ends
             merges = [f"{name[:cut]} {name[cut:]}" for name, cut in zip(merged, lefts)]
         else:
-            by_id, ranks = dict(ordinary), tokenizer.ranks
-            merges = [f"{by_id[ranks[a]]} {by_id[ranks[b]]}" for a, b in tokenizer.merges]
-        specials = sorted((rank, token) for token, rank in tokenizer.special_tokens.items())
+            by_id, ranks = dict(ordinary), vocab.ranks
+            merges = [f"{by_id[ranks[a]]} {by_id[ranks[b]]}" for a, b in vocab.merges]
+        specials = sorted((rank, token) for token, rank in vocab.special_tokens.items())
         if specials and ordinary and specials[0][0] < ordinary[-1][0]:  # specials among the ordinary ids
             ordered = sorted(ordinary + specials)
         else:
@@ -324,9 +325,9 @@ def _indented_json(value: dict | list, depth: int = 0) -> str:
     return brackets[0] + (pad + inner + "\n" + " " * depth if inner else "") + brackets[1]
 
 
-def write_vocab_and_merges(tokenizer: Tokenizer, folder: Path, listing: _Listing | None = None) -> None:
+def write_vocab_and_merges(vocab: Vocab, folder: Path, listing: _Listing | None = None) -> None:
     """GPT-2 / Hugging Face byte-level vocab.json and merges.txt."""
-    listing = listing or _Listing.of(tokenizer)
+    listing = listing or _Listing.of(vocab)
     (folder / "vocab.json").write_text(listing.vocab_json() + "\n", encoding="utf-8")
     lines = "".join(map(add, listing.merges, repeat("\n")))
     (folder / "merges.txt").write_text("#version: 0.2\n" + lines, encoding="utf-8")
@@ -401,7 +402,7 @@ def hugging_face_regex(pattern: str) -> str:
 _INTERVAL = re.compile(r"\{\d+(?:,\d*)?\}\+?")
 
 
-def write_tokenizer_json(tokenizer: Tokenizer, path: Path, listing: _Listing | None = None) -> None:
+def write_tokenizer_json(vocab: Vocab, path: Path, listing: _Listing | None = None) -> None:
     """A Hugging Face tokenizer.json: Split on the pattern, ByteLevel bytes, BPE, ByteLevel decoder.
 
     ignore_merges makes a pre-token that is itself in the vocabulary one token, as tiktoken does.
@@ -413,13 +414,13 @@ def write_tokenizer_json(tokenizer: Tokenizer, path: Path, listing: _Listing | N
         "added_tokens": [
             {"id": rank, "content": token, "single_word": False, "lstrip": False, "rstrip": False,
              "normalized": False, "special": True}
-            for token, rank in sorted(tokenizer.special_tokens.items(), key=lambda item: item[1])
+            for token, rank in sorted(vocab.special_tokens.items(), key=lambda item: item[1])
         ],
-        "normalizer": to_hugging_face(tokenizer.normalize),
+        "normalizer": to_hugging_face(vocab.normalize),
         "pre_tokenizer": {
             "type": "Sequence",
             "pretokenizers": [
-                {"type": "Split", "pattern": {"Regex": hugging_face_regex(tokenizer.pattern)}, "behavior": "Isolated", "invert": False},
+                {"type": "Split", "pattern": {"Regex": hugging_face_regex(vocab.pattern)}, "behavior": "Isolated", "invert": False},
                 {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
             ],
         },
@@ -438,18 +439,18 @@ def write_tokenizer_json(tokenizer: Tokenizer, path: Path, listing: _Listing | N
             "merges": "\0merges",
         },
     }
-    listing = listing or _Listing.of(tokenizer)
+    listing = listing or _Listing.of(vocab)
     text = json.dumps(document, ensure_ascii=False, indent=1)
     text = text.replace('"\\u0000vocab"', listing.ordinary_json.replace("\n", "\n  "), 1)  # at depth 2
     text = text.replace('"\\u0000merges"', _indented_json(listing.merges, depth=2), 1)
     path.write_text(text + "\n", encoding="utf-8")
 
 
-def write_transformers_config(tokenizer: Tokenizer, folder: Path) -> None:
+def write_transformers_config(vocab: Vocab, folder: Path) -> None:
     """tokenizer_config.json and special_tokens_map.json, so that transformers'
     AutoTokenizer.from_pretrained(folder) loads tokenizer.json as it is (nothing added to the ids,
     nothing "cleaned up" when decoding) and knows the document separator as its eos token."""
-    eos = end_of_document(tokenizer.special_tokens)
+    eos = end_of_document(vocab.special_tokens)
     specials = {"eos_token": eos} if eos else {}
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
@@ -458,7 +459,7 @@ def write_transformers_config(tokenizer: Tokenizer, folder: Path) -> None:
         "added_tokens_decoder": {
             str(rank): {"content": token, "lstrip": False, "normalized": False, "rstrip": False,
                         "single_word": False, "special": True}
-            for token, rank in sorted(tokenizer.special_tokens.items(), key=lambda item: item[1])
+            for token, rank in sorted(vocab.special_tokens.items(), key=lambda item: item[1])
         },
         **specials,
     }
@@ -466,24 +467,24 @@ def write_transformers_config(tokenizer: Tokenizer, folder: Path) -> None:
     (folder / "special_tokens_map.json").write_text(json.dumps(specials, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
 
-def write_tiktoken(tokenizer: Tokenizer, path: Path) -> None:
+def write_tiktoken(vocab: Vocab, path: Path) -> None:
     """tiktoken's ranks file: base64 of the token's bytes, a space, its rank; one per line."""
     lines = [
         f"{binascii.b2a_base64(token, newline=False).decode('ascii')} {rank}\n"
-        for token, rank in sorted(tokenizer.ranks.items(), key=lambda item: item[1])
+        for token, rank in sorted(vocab.ranks.items(), key=lambda item: item[1])
     ]
     path.write_text("".join(lines), encoding="ascii")
 
 
-def write_bpecli_json(tokenizer: Tokenizer, path: Path, *, files: dict[str, dict] | None = None) -> None:
+def write_bpecli_json(vocab: Vocab, path: Path, *, files: dict[str, dict] | None = None) -> None:
     """bpecli.json: the pattern, special tokens and normalization the ranks file does not hold, and
     (files) the size and CRC-32 of each file written with it."""
     document = {
         "format_version": folders.FORMAT_VERSION,
-        "pattern": tokenizer.pattern,
-        "special_tokens": tokenizer.special_tokens,
-        **({"normalize": list(tokenizer.normalize)} if tokenizer.normalize else {}),
-        "vocab_size": tokenizer.vocab_size,
+        "pattern": vocab.pattern,
+        "special_tokens": vocab.special_tokens,
+        **({"normalize": list(vocab.normalize)} if vocab.normalize else {}),
+        "vocab_size": vocab.vocab_size,
         "ranks_file": "tokenizer.tiktoken",
         **({"files": files} if files else {}),
     }
@@ -494,8 +495,8 @@ def write_bpecli_json(tokenizer: Tokenizer, path: Path, *, files: dict[str, dict
 # Reading
 
 
-def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[str, int] | None = None) -> Tokenizer:
-    """Read a tokenizer in any known format.
+def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[str, int] | None = None) -> Vocab:
+    """The vocabulary of a tokenizer in any known format.
 
     path may be a folder written by `bpecli train`, a vocab.json with merges.txt beside it, a
     Hugging Face tokenizer.json, or a .tiktoken ranks file (pattern defaults to cl100k there).
@@ -514,7 +515,8 @@ def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[s
         folder, name = path, None
     else:
         folder, name = path.parent, path.name
-    with folders.Generation(folder) as generation:
+    generation = _Reading(folder)
+    with generation:
         if name is None:
             name = next((name for name in ("bpecli.json", "tokenizer.json", "vocab.json", "tokenizer.tiktoken")
                          if generation.has(name)), None)
@@ -523,18 +525,16 @@ def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[s
                     f"{path}: no tokenizer here (expected bpecli.json, tokenizer.json, vocab.json or a .tiktoken file)"
                 )
         try:
-            tokenizer = _load_file(generation, name, pattern, special_tokens)
+            vocab = _load_file(generation, name, pattern, special_tokens)
         except (KeyError, TypeError, AttributeError, ValueError) as e:  # a shape no check below foresaw
             raise TokenizerFileError(f"{path}: corrupt or of no known tokenizer format ({type(e).__name__}: "
                                      f"{str(e)[:200]})") from None
-        # what was read, so that the fingerprint hashes these files and no later ones (see Tokenizer.fingerprint)
-        read = tuple(generation.read_files[Path(name).name] for name in tokenizer.files)
-        object.__setattr__(tokenizer, "_read_files", read)
-    return tokenizer
+    # the digests of the files as read, so that the fingerprint is of these and never of later ones
+    return replace(vocab, file_digests=tuple(generation.digests[Path(name).name] for name in vocab.files))
 
 
 def _load_file(generation: folders.Generation, name: str, pattern: str | None,
-               special_tokens: dict[str, int] | None) -> Tokenizer:
+               special_tokens: dict[str, int] | None) -> Vocab:
     if name in TOKENIZER_FILES and name != "bpecli.json" and generation.has("bpecli.json"):
         # one file of a folder `bpecli train` wrote: the folder says its pattern and special tokens
         return _load_file(generation, "bpecli.json", pattern, special_tokens)
@@ -637,7 +637,7 @@ def _plain_name(name) -> bool:
 
 
 def _load_bpecli(generation: folders.Generation, name: str, document: dict, pattern: str | None,
-                 specials: dict | None) -> Tokenizer:
+                 specials: dict | None) -> Vocab:
     path = generation.path / name
     version = document.get("format_version")
     if type(version) is not int or version != folders.FORMAT_VERSION:
@@ -692,7 +692,7 @@ def _check_written(path: Path, files, ranks_file: str, data: bytes) -> None:
 
 
 def _load_gpt2(generation: folders.Generation, name: str, vocab: dict, pattern: str | None,
-               specials: dict | None) -> Tokenizer:
+               specials: dict | None) -> Vocab:
     """vocab.json + merges.txt: a multi-byte entry that no merge makes is a special token."""
     path = generation.path / name
     # merges.txt beside it, or gpt2_merges.txt beside gpt2_vocab.json
@@ -720,7 +720,7 @@ def _load_gpt2(generation: folders.Generation, name: str, vocab: dict, pattern: 
     return _checked(path, ranks, specials if specials is not None else found_specials, pattern, [path, merges_path])
 
 
-def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials: dict | None) -> Tokenizer:
+def _load_hugging_face(path: Path, document: dict, pattern: str | None, specials: dict | None) -> Vocab:
     """A Hugging Face tokenizer.json of a byte-level BPE. Whatever would make Hugging Face give
     other ids than bpecli (a normalizer, a template that adds tokens, dropout...) is refused,
     naming it: loading it anyway would be silently wrong."""
@@ -914,24 +914,24 @@ def _normalize_of(path: Path, steps) -> tuple[str, ...]:
 
 
 def _checked(path: Path, ranks: dict[bytes, int], specials: dict[str, int], pattern: str, files: list[Path],
-             normalize: tuple[str, ...] = ()) -> Tokenizer:
-    missing = [b for b in range(256) if bytes([b]) not in ranks]
-    if missing:
-        raise TokenizerFileError(f"{path}: not a byte-level BPE: {len(missing)} of the 256 byte tokens are missing")
+             normalize: tuple[str, ...] = ()) -> Vocab:
+    """The vocabulary read from path, if it is one bpecli can use (see vocab.check)."""
     try:
-        check_special_tokens(specials)
+        check(ranks, specials)
     except BpecliError as e:
-        raise TokenizerFileError(f"{path}: {e}") from None
-    ids = set(ranks.values()) | set(specials.values())
-    if len(ids) != len(ranks) + len(specials):
-        holders: dict[int, object] = {}
-        for token, rank in [*ranks.items(), *specials.items()]:
-            if rank in holders:
-                raise TokenizerFileError(f"{path}: tokens {repr(holders[rank])[:40]} and {repr(token)[:40]} share id {rank}; "
-                                         "each token has an id of its own")
-            holders[rank] = token
-    for extreme in (min(ids), max(ids)):
-        if not 0 <= extreme <= MAX_ID:
-            raise TokenizerFileError(f"{path}: id {extreme} is out of range: bpecli's ids are 0 to {MAX_ID:,}")
-    return Tokenizer(ranks=ranks, special_tokens=dict(specials), pattern=pattern, files=tuple(map(str, files)),
-                     normalize=normalize)
+        raise TokenizerFileError(f"{path}: {e.args[0]}") from None
+    return Vocab(ranks, dict(specials), pattern, normalize=normalize, files=tuple(map(str, files)))
+
+
+class _Reading(folders.Generation):
+    """A generation of a folder that keeps the sha256 of each file read from it: the fingerprint
+    of a vocabulary is of the files as read, with no second read (see Vocab.fingerprint)."""
+
+    def __init__(self, path: Path):
+        super().__init__(path)
+        self.digests: dict[str, bytes] = {}
+
+    def read(self, name: str) -> bytes:
+        data = super().read(name)
+        self.digests[name] = hashlib.sha256(data).digest()
+        return data

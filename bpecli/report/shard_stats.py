@@ -14,7 +14,8 @@ import numpy as np
 from ..errors import InputError
 from ..executor import map_in_order
 from ..shards import JOURNAL, MANIFEST, UNREADABLE, checked_shard, index_name, read_manifest, read_shard
-from ..tokenizer import Tokenizer, render_token
+from ..tokenizer import Tokenizer
+from ..vocab import render_token
 
 # Ids counted per np.bincount: its int64 copy of them stays in the caches (measured fastest).
 COUNT_BLOCK = 1 << 18

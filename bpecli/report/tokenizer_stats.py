@@ -12,7 +12,8 @@ import regex
 from ..corpus import ERRORS_HINT, Part, document_parts, input_kind, input_stat, read_documents
 from ..errors import InputError
 from ..pretokenize import SAFE_CUT, document_separators, special_splitter
-from ..tokenizer import Tokenizer, describe, render_token
+from ..tokenizer import Tokenizer, describe
+from ..vocab import render_token
 from .kinds import kinds
 
 # Of the --corpus inputs together, about this many bytes are read (evenly spaced parts of a large
