@@ -35,7 +35,7 @@ def peer_encoder(name: str, tok: Tokenizer, workers: int):
         import tempfile
         from pathlib import Path
 
-        from .formats.folder import write_tokenizer_json
+        from .formats.hugging_face import write_tokenizer_json
 
         with tempfile.TemporaryDirectory() as folder:
             write_tokenizer_json(tok.vocab, Path(folder) / "tokenizer.json")

@@ -275,7 +275,7 @@ def test_hugging_face_gives_our_ids_for_every_preset(gpt2, preset, tmp_path, ker
     (r"(ab){1,2}+|[a-z]{3,}+|x{2}|[]a]{1}+|\x{41}{2}+|\S|\s", r"(?>(ab){1,2})|(?>[a-z]{3,})|x{2}|(?>[]a]{1})|(?>\x{41}{2})|\S|\s"),
 ])
 def test_possessive_intervals_become_atomic_groups_for_oniguruma(pattern, written):
-    from bpecli.formats.folder import hugging_face_regex
+    from bpecli.formats.hugging_face import hugging_face_regex
 
     assert hugging_face_regex(pattern) == written
 
