@@ -206,3 +206,12 @@ def test_a_pattern_nested_too_deep_to_compile_is_refused_in_one_error():
     with pytest.raises(BpecliError, match=r"^invalid regex '\(\(\(.{50,}' \(bpecli.json\): ") as raised:
         resolve_pattern("(" * 1000 + "a" + ")" * 1000 + r"|[\s\S]", source="bpecli.json")
     assert len(str(raised.value)) < 300
+
+
+def test_a_pattern_given_by_the_caller_is_named_as_each_caller_spells_it():
+    from bpecli.errors import BpecliError
+    from bpecli.pretokenize import resolve_pattern
+
+    with pytest.raises(BpecliError, match=r"^the pattern .* \(pattern\) leaves ','") as raised:
+        resolve_pattern(r"\w+")
+    assert " (--pattern) leaves ','" in raised.value.for_cli()

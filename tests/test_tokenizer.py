@@ -118,8 +118,11 @@ def test_decode_errors(gpt2):
         gpt2.decode([1, 60000])
     broken = gpt2.encode("é", allowed_special="all")[:1] if len(gpt2.encode("é", allowed_special="all")) > 1 else [gpt2.ranks[b"\xc3"]]
     assert gpt2.decode(broken) == "\ufffd"
-    with pytest.raises(BpecliError, match="invalid UTF-8"):
+    with pytest.raises(BpecliError, match="invalid UTF-8") as raised:
         gpt2.decode(broken, errors="strict")
+    # the library names its own argument; the command line, its flag
+    assert str(raised.value).endswith("use errors='replace' to see U+FFFD instead")
+    assert raised.value.for_cli().endswith("use --errors replace to see U+FFFD instead")
 
 
 def test_surrogates_are_fixed_up_as_tiktoken_does(gpt2, tiktoken_gpt2):

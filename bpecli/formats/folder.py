@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import folders
-from ..errors import OutputError, TokenizerFileError
+from ..errors import OutputError, TokenizerFileError, arg
 from ..vocab import Vocab
 from .bpecli_json import load_bpecli, write_bpecli_json
 from .common import json_kind
@@ -49,7 +49,7 @@ def save(vocab: Vocab, out_dir: str | Path, *, force: bool = False) -> Path:
         parent.mkdir(parents=True, exist_ok=True)
         building, held = folders.make_building(parent, prefix)
     except OSError as e:
-        raise OutputError(f"cannot write into {parent} ({e.strerror or e}); choose an --out you can write to") from None
+        raise OutputError(f"cannot write into {parent} ({e.strerror or e}); choose an {arg('out_dir')} you can write to") from None
     try:
         folders.remove_leftovers(parent, prefix, _own)  # of runs killed before their rename
         _write_all(vocab, building)
@@ -88,19 +88,19 @@ def check_writable(out_dir: str | Path, *, force: bool = False) -> None:
             os.stat(out_dir)
         except OSError as e:
             raise OutputError(f"{out_dir} is a symbolic link that leads nowhere ({folders.why(e)}); "
-                              "choose another --out, or fix the link") from None
+                              f"choose another {arg('out_dir')}, or fix the link") from None
     if out_dir.exists() and not out_dir.is_dir():
-        raise OutputError(f"{out_dir} is a file; --out names a folder for the tokenizer files")
+        raise OutputError(f"{out_dir} is a file; {arg('out_dir')} names a folder for the tokenizer files")
     if out_dir.is_dir():
         _check_own_files(out_dir, force)
         if force and not folders.can_swap(Path(os.path.realpath(out_dir))) and not os.access(out_dir, os.W_OK | os.X_OK):
-            raise OutputError(f"cannot write into {out_dir}; choose an --out you can write to")
+            raise OutputError(f"cannot write into {out_dir}; choose an {arg('out_dir')} you can write to")
     else:
         parent = out_dir.absolute().parent
         while not parent.exists():
             parent = parent.parent
         if not os.access(parent, os.W_OK | os.X_OK):
-            raise OutputError(f"cannot write into {parent}; choose an --out you can write to")
+            raise OutputError(f"cannot write into {parent}; choose an {arg('out_dir')} you can write to")
 
 
 def _check_own_files(out_dir: Path, force: bool) -> None:
@@ -111,9 +111,9 @@ def _check_own_files(out_dir: Path, force: bool) -> None:
     foreign = sorted(name for name in present if not _own(name) and not name.endswith(folders.TEMPORARY))
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-        raise OutputError(f"{out_dir} holds files bpecli did not write ({shown}); choose a new or empty folder for --out")
+        raise OutputError(f"{out_dir} holds files bpecli did not write ({shown}); choose a new or empty folder for {arg('out_dir')}")
     if set(present) - {folders.LEGACY_LOCK} and not force:
-        raise OutputError(f"{out_dir} holds a tokenizer already; use --force to replace its files")
+        raise OutputError(f"{out_dir} holds a tokenizer already; use {arg('force', True)} to replace its files")
 
 
 def _replace_folder(vocab: Vocab, out_dir: Path) -> Path:
@@ -176,7 +176,7 @@ def _replace_inside(vocab: Vocab, target: Path) -> None:
     try:
         building, held = folders.make_building(target, ".")
     except OSError as e:
-        raise OutputError(f"cannot write into {target} ({e.strerror or e}); choose an --out you can write to") from None
+        raise OutputError(f"cannot write into {target} ({e.strerror or e}); choose an {arg('out_dir')} you can write to") from None
     try:
         _write_all(vocab, building)
         first = ("bpecli.json", "tokenizer.tiktoken")

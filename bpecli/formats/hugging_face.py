@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from ..errors import BpecliError, TokenizerFileError
+from ..errors import BpecliError, TokenizerFileError, arg
 from ..normalize import from_hugging_face, to_hugging_face
 from ..pretokenize import PATTERNS
 from ..vocab import Vocab
@@ -246,4 +246,4 @@ def _hugging_face_pattern(path: Path, pre_tokenizer: dict | None) -> str:
         # a preset as written for Oniguruma is the preset (and keeps its vectorised splitter)
         return next((preset for preset in PATTERNS.values() if hugging_face_regex(preset) == regex), regex)
     raise TokenizerFileError(f"{path}: its pre-tokenizer ({' + '.join(map(str, kinds)) or 'none'}) is not a byte-level "
-                             "one bpecli reproduces (ByteLevel, or Split on a regex then ByteLevel); name one with --pattern")
+                             f"one bpecli reproduces (ByteLevel, or Split on a regex then ByteLevel); name one with {arg('pattern')}")

@@ -9,7 +9,7 @@ from functools import cache, partial
 
 import regex
 
-from ..errors import BpecliError
+from ..errors import BpecliError, arg
 from . import unicode_classes
 
 # The exact patterns tiktoken uses for its gpt2 / r50k, cl100k_base and o200k_base encodings.
@@ -65,7 +65,7 @@ def is_preset(pattern: str) -> bool:
     return pattern in PATTERNS.values()
 
 
-def resolve_pattern(name_or_regex: str, *, source: str = "--pattern") -> str:
+def resolve_pattern(name_or_regex: str, *, source: str = arg("pattern")) -> str:
     """A preset name gives its pattern; anything else must be a valid regex whose pieces keep
     every character. source names where the pattern came from, for the error.
 
@@ -88,7 +88,7 @@ def resolve_pattern(name_or_regex: str, *, source: str = "--pattern") -> str:
 _PROBE = "Hello, World! It's 12,345.6 \u00bd x\n\n\t  y \r\n caf\u00e9 e\u0301 \u4e2d\u6587 \U0001F600 \u00a0end?"
 
 
-def uncovered_error(pattern: str, text: str, source: str = "--pattern") -> BpecliError:
+def uncovered_error(pattern: str, text: str, source: str = arg("pattern")) -> BpecliError:
     """The error for a pattern whose pieces leave characters of text out (`\\w+` skips spaces):
     a byte-level tokenizer must keep every byte, or decode(encode(text)) is not text."""
     at = 0
