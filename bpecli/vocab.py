@@ -76,7 +76,8 @@ class Vocab:
 
     def merge_of(self, token: bytes) -> tuple[bytes, bytes]:
         """The two tokens whose merge made a token of more than one byte: what BPE makes of its
-        bytes with only the ranks below its own, which must be two parts.
+        bytes with only the ranks below its own, which must be two parts (see docs/design.md,
+        "Merges recovered from the ranks").
 
         Example (GPT-2): b"hello" -> (b"hell", b"o")
         """

@@ -65,7 +65,7 @@ class Learned:
 
 
 class BulkEncoder:
-    """A vocabulary with a vectorised splitter (split(data, doc_starts) -> piece bounds).
+    """A vocabulary's tables with a vectorised splitter (split(data, doc_starts) -> piece bounds).
 
     What it learns as it goes (Learned) is kept per thread: an encoder shared by threads gives
     each its own; the vocabulary's tables are read only.
@@ -153,13 +153,10 @@ class BulkEncoder:
         return out, ends
 
     def split_apart(self, data: bytes, bounds):
-        """bounds with a cut added wherever no token can hold the two bytes on either side: BPE
-        never merges across such a cut, so the two sides encode alone to the same ids as together,
-        and the short parts repeat far more often than whole pieces (a run of CJK characters is one
-        piece; most of its character edges are such cuts). A token holding both sides of an edge
-        a, b is a, b itself or holds a three-byte run with the byte before a or the one after b
-        (VocabTables.edge_tokens). Only edges next to non-ASCII bytes are looked at: between ASCII
-        bytes the cut is rare and looking costs time."""
+        """bounds with a cut added wherever no token can hold the two bytes on either side: the two
+        sides encode alone to the same ids as together, and the short parts repeat far more often
+        than whole pieces. Only edges next to non-ASCII bytes are looked at (see docs/design.md,
+        "Cuts BPE never crosses")."""
         text = np.frombuffer(data, dtype=np.uint8)
         if len(text) < 2:
             return bounds

@@ -89,10 +89,8 @@ def bpe_spans(tables: VocabTables, text, starts, sizes):
 def bpe_rounds(tables: VocabTables, symbols, sizes):
     """(ids, counts): many pieces (symbols: their bytes' ids, one piece after another; sizes:
     how many each has) merged at once with merge_parts's result. Each round merges, in every
-    piece still merging, its pairs of the lowest rank r, left to right, all with numpy, as
-    one-at-a-time BPE does while the pairs those merges make rank above r (a run of "=" merges
-    in a few rounds, not one round per byte); in a piece where a merge makes a lower pair, the
-    merges after it wait for a later round.
+    piece still merging, its pairs of the lowest rank, left to right, up to a merge that makes a
+    lower pair (see docs/design.md, "BPE rounds in numpy").
     """
     pairs = tables.pair_table
     base = pairs.base
@@ -152,9 +150,7 @@ def bpe_rounds(tables: VocabTables, symbols, sizes):
 def _first_merges(pairs, symbols, first, pair_rank, at, segment):
     """Of the merges at (pairs of rank r in each piece, left to right, none overlapping), those
     one-at-a-time BPE makes before any pair below r: in each piece, up to the first merge that
-    makes a lower pair with the symbol before it (the token of the merge before, if that one is
-    next to it) or the one after it (as yet unmerged). A piece's first merge is always BPE's next:
-    only pieces with two or more are looked at."""
+    makes a lower pair with a neighbour (see docs/design.md, "BPE rounds in numpy")."""
     same_piece = segment[1:] == segment[:-1]
     several = np.zeros(len(at), dtype=bool)
     several[1:] = same_piece
@@ -186,14 +182,10 @@ def _first_merges(pairs, symbols, first, pair_rank, at, segment):
 def bpe_long(tables: VocabTables, text, starts, sizes):
     """(ids, counts) of long pieces text[start : start + size], exactly as merge_parts gives
     them, in numpy rounds whose work is proportional to the pairs they change (a 20 MB run of
-    one letter, a file without spaces). Each piece's symbols form a linked list over byte
-    positions; the pairs of all pieces wait in buckets by rank.
-
-    Each round takes the lowest rank r present and merges its pairs left to right, every other
-    one in a run of overlapping pairs, as one-at-a-time BPE does while every pair a merge makes
-    ranks above r. A merge that makes a pair ranked below r is followed (in BPE's order) by
-    merges that only grow the token holding it; the pairs within the longest token's reach of
-    it wait for a later round.
+    one letter, a file without spaces): each piece's symbols form a linked list over byte
+    positions, and the pairs of all pieces wait in buckets by rank; a round merges the pairs of
+    the lowest rank but those within the longest token's reach of a merge that makes a lower
+    pair (see docs/design.md, "Long pre-tokens").
     """
     pairs = tables.pair_table
     base = pairs.base

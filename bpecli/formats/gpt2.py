@@ -125,14 +125,10 @@ def _text(data: bytes, path: Path) -> str:
 
 
 def check_merges(path: Path, merges: list, made: list[str], parts: list[str], entries: dict, *, quote: bool = True) -> None:
-    """Each merge joins two tokens of the vocabulary into a third (Hugging Face refuses any other:
-    a vocabulary and merges of two tokenizers are refused here too), and the merges follow the
-    order of the ids they make.
-
-    bpecli merges the pair whose token has the lowest id first, as tiktoken does; Hugging Face
-    merges in the order the merges are listed. The two agree only if the tokens the merges make
-    have ids that never fall along the list (several merges may make one token, one after
-    another, as transformers' tiktoken converter writes them): if not, the file is refused."""
+    """Each merge joins two tokens of the vocabulary (entries) into a third (Hugging Face refuses
+    any other: a vocabulary and merges of two tokenizers are refused here too), and the merges
+    follow the order of the ids they make, or Hugging Face's ids would differ from bpecli's (see
+    docs/design.md, "tokenizer.json's merge order")."""
     _check_ids(path, entries)
     ids: list = list(map(entries.get, made))
     if None in ids or not all(map(entries.__contains__, parts)):

@@ -107,11 +107,9 @@ def uncovered_error(pattern: str, text: str, source: str = arg("pattern")) -> Bp
 
 # How long a custom pattern may run on one text: TIMEOUT_SECONDS and TIMEOUT_PER_CHARACTER for
 # each of its characters, in CPU seconds of the process (what the regex module counts, so threads
-# that run beside it count too). The slowest linear pattern measured takes 10 us a character (a
-# preset with its Unicode classes spelled out, on text of one-character pieces; under 1 us with
-# regex's own classes); a pattern that backtracks catastrophically runs for minutes on 41
-# characters. Twenty times the slowest linear time, and 2 s for any text, keep a legitimate
-# pattern on a long document clear of the bound whatever else the process does.
+# that run beside it count too): twenty times the slowest linear pattern measured, and 2 s for any
+# text, keep a legitimate pattern on a long document clear of the bound whatever else the process
+# does, and stop one that backtracks catastrophically (see docs/performance.md).
 TIMEOUT_SECONDS = 2.0
 TIMEOUT_PER_CHARACTER = 200e-6
 
