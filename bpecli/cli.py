@@ -428,7 +428,7 @@ SpecialIdsOption = Annotated[
 
 
 def _load_tokenizer(path: Path, pattern: str | None, special_ids: list[str] | None):
-    from .files import load
+    from .tokenizer import load
 
     specials = None
     if special_ids:
@@ -465,7 +465,7 @@ def train(
     """Train a byte-level BPE tokenizer and write vocab.json, merges.txt, tokenizer.json,
     tokenizer.tiktoken and bpecli.json into --out."""
     from .corpus import check_apart, streams_spooled
-    from .files import check_writable
+    from .formats import check_writable
     from .trainer import train as train_tokenizer
 
     check_apart(out, inputs)
@@ -490,7 +490,7 @@ def train(
         typer.echo(f"bpecli: note: stopped after {len(tokenizer.merges):,} merges: {why}; "
                    f"the vocabulary has {tokenizer.vocab_size:,} tokens, not {vocab_size:,}", err=True)
     if as_json:
-        from .tokenizer import describe
+        from .report.tokenizer_stats import describe
 
         info = describe(tokenizer)
         _print_json({"out": str(out), "vocab_size": tokenizer.vocab_size, "vocab_size_asked": vocab_size,
@@ -684,7 +684,7 @@ def _render_ids(tok, ids: list[int], format: Format, name: str, line: int | None
     if format is Format.count:
         return str(len(ids))
     if format is Format.tokens:
-        from .files import token_to_str
+        from .formats.alphabet import token_to_str
 
         return " ".join(token_to_str(tok.decoder[i]) if i not in tok.special_ids else tok.special_ids[i] for i in ids)
     if format is Format.json:
@@ -945,7 +945,7 @@ def _short_names(names: list[str]) -> list[str]:
 
 
 def _inspect_text(tok, text: str, as_json: bool) -> None:
-    from .tokenizer import render_token
+    from .vocab import render_token
 
     ids = tok.encode(text, allowed_special="all")
     tokens = [tok.special_ids[i] if i in tok.special_ids else render_token(tok.decoder[i]) for i in ids]
