@@ -4,9 +4,9 @@ This is the public API of bpecli.
 """
 
 from .errors import BpecliError as BpecliError
-from .files import load as load
 from .pretokenize import PATTERNS as PATTERNS
 from .tokenizer import Tokenizer as Tokenizer
+from .tokenizer import load as load
 
 __version__ = "0.1.0"
 __all__ = ["BpecliError", "PATTERNS", "Tokenizer", "load", "train", "train_bpe"]

@@ -40,10 +40,10 @@ def peer_encoder(name: str, tok: Tokenizer, workers: int):
             import tokenizers
         except ModuleNotFoundError:  # not installed; one that cannot load says why itself
             raise BpecliError("tokenizers is not installed; pip install tokenizers (or bpecli[bench])") from None
-        from .files import write_tokenizer_json
+        from .formats.hugging_face import write_tokenizer_json
 
         with tempfile.TemporaryDirectory() as folder:
-            write_tokenizer_json(tok, Path(folder) / "tokenizer.json")
+            write_tokenizer_json(tok.vocab, Path(folder) / "tokenizer.json")
             hf = tokenizers.Tokenizer.from_str((Path(folder) / "tokenizer.json").read_text(encoding="utf-8"))
 
         def encode(docs):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable, Iterable
 
-from .errors import BpecliError
+from .errors import BpecliError, arg
 
 # our name -> Hugging Face's normalizer type
 STEPS = {"nfc": "NFC", "nfd": "NFD", "nfkc": "NFKC", "nfkd": "NFKD", "lowercase": "Lowercase"}
@@ -17,7 +17,7 @@ def check(names: Iterable[str]) -> tuple[str, ...]:
     steps = tuple(step.strip().lower() for name in names for step in name.split(",") if step.strip())
     unknown = [step for step in steps if step not in STEPS]
     if unknown:
-        raise BpecliError(f"--normalize {unknown[0]!r}: expected {', '.join(STEPS)} (several: nfkc,lowercase)")
+        raise BpecliError(f"{arg('normalize')} {unknown[0]!r}: expected {', '.join(STEPS)} (several: nfkc,lowercase)")
     return steps
 
 

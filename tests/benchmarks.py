@@ -82,7 +82,7 @@ tok.train_from_iterator(documents, vocab_size=10000, pattern=PATTERNS["gpt2"])  
 ENCODE_JOBS = {
     "bpecli": """
 from bpecli import Tokenizer
-from bpecli.executor import keep_freed_memory
+from bpecli.parallel.local import keep_freed_memory
 keep_freed_memory()  # as `bpecli encode` does
 tok = Tokenizer.load(GPT2_VOCAB)
 text = open(CORPUS, encoding="utf-8").read()
@@ -103,7 +103,7 @@ import glob
 import numpy as np
 t0 = time.perf_counter()
 from bpecli import Tokenizer
-from bpecli.executor import keep_freed_memory
+from bpecli.parallel.local import keep_freed_memory
 from bpecli.shards import write_shards
 keep_freed_memory()  # as `bpecli encode` does
 tok = Tokenizer.load(TOKENIZER)
@@ -147,10 +147,10 @@ def cl100k_file() -> str:
 COUNT_JOBS = {  # pre-tokenization and counting alone, in training's parts, to see it scale with workers
     f"bpecli-{workers}-worker": f"""
 import os
-from bpecli.corpus import document_parts
-from bpecli.counting import count_pretokens
+from bpecli.inputs.parts import document_parts
+from bpecli.training.counting import count_pretokens
 from bpecli.pretokenize import PATTERNS
-from bpecli.trainer import counting_part_bytes
+from bpecli.training.pipeline import counting_part_bytes
 t = time.perf_counter()
 parts = document_parts([(CORPUS, CORPUS)], separators=[SPECIAL], part_bytes=counting_part_bytes(os.path.getsize(CORPUS), 2))
 count_pretokens(parts, pattern=PATTERNS["gpt2"], separators=[SPECIAL], workers={workers})

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpecli import Tokenizer
-from bpecli.bpe import merge_parts
+from bpecli.encoding.reference import merge_parts
 from bpecli.bulk.merge import bpe_batch, bpe_long
 from bpecli.bulk.packing import group
 from bpecli.bulk.tables import NO_RANK
@@ -22,7 +22,7 @@ from bpecli.bulk.engine import Learned
 def test_batch_bpe_equals_one_piece_at_a_time(gpt2, pieces):
     """bpe_batch merges every piece in rounds with numpy; _merge_parts one piece in Python."""
     expected = [tuple(gpt2.ranks[part] for part in merge_parts(piece, gpt2.ranks)) for piece in pieces]
-    assert bpe_batch(gpt2._vocabulary, pieces) == expected
+    assert bpe_batch(gpt2._text.tables, pieces) == expected
 
 
 def test_the_piece_table_starting_afresh_changes_no_id(gpt2, tiktoken_gpt2, kernel_docs_sample, monkeypatch):
@@ -33,7 +33,7 @@ def test_the_piece_table_starting_afresh_changes_no_id(gpt2, tiktoken_gpt2, kern
         batch = kernel_docs_sample[start : start + 130_000].split("<|endoftext|>")
         ids, _ = fresh.encode_documents(batch)
         assert ids.tolist() == [i for d in tiktoken_gpt2.encode_ordinary_batch(batch) for i in d]
-        tables.append(fresh._bulk.learned.table)
+        tables.append(fresh._text.bulk.learned.table)
     assert tables[0].count > 1000 and tables[1] is not tables[0] and tables[2] is not tables[1]
 
 
@@ -43,15 +43,15 @@ def test_the_piece_table_growing_while_it_has_pieces_changes_no_id(gpt2, tiktoke
     documents = kernel_docs_sample[:300_000].split("<|endoftext|>")
     made_up = " ".join("".join(letters) for letters in itertools.islice(itertools.product("etaoinshrd", repeat=5), 40_000))
     for batch in (documents[:3], documents[3:] + [made_up]):
-        size = fresh._bulk.learned.table.count
+        size = fresh._text.bulk.learned.table.count
         ids, _ = fresh.encode_documents(batch)
         assert ids.tolist() == [i for d in tiktoken_gpt2.encode_ordinary_batch(batch) for i in d]
-    assert size > 0 and len(fresh._bulk.learned.table.high) > 1 << 16  # it had pieces, and it grew
+    assert size > 0 and len(fresh._text.bulk.learned.table.high) > 1 << 16  # it had pieces, and it grew
 
 
 def test_the_pair_table_holds_every_cut_of_every_token(gpt2):
     """Built with numpy (long tokens in Python); the same as asking the ranks of every cut."""
-    ranks, table = gpt2.ranks, gpt2._vocabulary.pair_table
+    ranks, table = gpt2.ranks, gpt2._text.tables.pair_table
     expected = {}
     for token, rank in ranks.items():
         for cut in range(1, len(token)):
@@ -69,9 +69,9 @@ def test_clear_cache_makes_the_next_encode_cold(gpt2):
     tok = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
     texts = ["hello world " * 10, "internationalization"]  # a short piece for the table, a long one for the dict
     first = tok.encode_documents(texts)[0].tolist()
-    assert tok._bulk.learned.table.count > 0 and tok._bulk.learned.long_pieces
+    assert tok._text.bulk.learned.table.count > 0 and tok._text.bulk.learned.long_pieces
     tok.clear_cache()
-    assert tok._bulk.learned.table.count == 0 and not tok._bulk.learned.long_pieces
+    assert tok._text.bulk.learned.table.count == 0 and not tok._text.bulk.learned.long_pieces
     assert tok.encode_documents(texts)[0].tolist() == first
 
 
@@ -126,7 +126,7 @@ def test_long_piece_rounds_equal_one_merge_at_a_time(gpt2, pieces):
     """bpe_long merges all the pairs of a rank at once, but for those near a merge that makes a
     lower pair; the result must be BPE's, one merge at a time."""
     sizes = np.array([len(p) for p in pieces])
-    ids, counts = bpe_long(gpt2._vocabulary, np.frombuffer(b"".join(pieces), dtype=np.uint8), np.cumsum(sizes) - sizes, sizes)
+    ids, counts = bpe_long(gpt2._text.tables, np.frombuffer(b"".join(pieces), dtype=np.uint8), np.cumsum(sizes) - sizes, sizes)
     expected = [[gpt2.ranks[part] for part in merge_parts(piece, gpt2.ranks)] for piece in pieces]
     assert ids.tolist() == [i for e in expected for i in e] and counts.tolist() == [len(e) for e in expected]
 
@@ -143,7 +143,7 @@ def test_rounds_stop_merging_a_piece_where_a_merge_makes_a_lower_pair():
         ranks = {bytes([b]): b for b in range(256)} | extra
         assert merge_parts(piece, ranks) == parts
         expected = [tuple(ranks[part] for part in merge_parts(p, ranks)) for p in pieces]
-        assert bpe_batch(Tokenizer(ranks=ranks, pattern="gpt2")._vocabulary, pieces) == expected
+        assert bpe_batch(Tokenizer(ranks=ranks, pattern="gpt2")._text.tables, pieces) == expected
 
 
 def test_group_puts_equal_values_together_even_when_their_slots_collide():

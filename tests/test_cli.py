@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bpecli.cli import app
-from bpecli.files import TOKENIZER_FILES
+from bpecli.formats import TOKENIZER_FILES
 
 runner = CliRunner()
 
@@ -736,7 +736,7 @@ def test_the_command_line_loads_numpy_only_when_it_needs_it():
     import subprocess
     import sys
 
-    code = "import sys, bpecli, bpecli.cli, bpecli.files, bpecli.tokenizer; print('numpy' in sys.modules)"
+    code = "import sys, bpecli, bpecli.cli, bpecli.formats, bpecli.tokenizer; print('numpy' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 

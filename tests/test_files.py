@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bpecli import BpecliError, Tokenizer, train
-from bpecli.files import TOKENIZER_FILES
+from bpecli.formats import TOKENIZER_FILES
 from bpecli.folders import LEGACY_LOCK
 
 SAMPLE = "Hello world! It's 2026; naïve café, 日本語, emoji 🎉.\n\n  indented\tline<|endoftext|>next doc"
@@ -69,6 +69,15 @@ def test_every_written_file_loads_back_as_the_same_tokenizer(trained, name):
     assert loaded.merges == tok.merges
 
 
+def test_save_names_its_folder_as_each_caller_spells_it(trained, tmp_path):
+    tok, _ = trained
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(BpecliError) as raised:
+        tok.save(tmp_path / "file")
+    assert str(raised.value).endswith("is a file; out_dir names a folder for the tokenizer files")
+    assert raised.value.for_cli({"out_dir": "--out"}).endswith("is a file; --out names a folder for the tokenizer files")
+
+
 def test_gpt2_files_load_with_their_special_token(gpt2):
     assert gpt2.vocab_size == 50257
     assert gpt2.special_tokens == {"<|endoftext|>": 50256}
@@ -78,8 +87,9 @@ def test_gpt2_files_load_with_their_special_token(gpt2):
 def test_save_refuses_to_overwrite_without_force(trained, tmp_path):
     tok, _ = trained
     tok.save(tmp_path / "out")
-    with pytest.raises(BpecliError, match="holds a tokenizer already; use --force"):
+    with pytest.raises(BpecliError, match="holds a tokenizer already; use force=True") as raised:
         tok.save(tmp_path / "out")
+    assert raised.value.for_cli().endswith("holds a tokenizer already; use --force to replace its files")
     tok.save(tmp_path / "out", force=True)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(TOKENIZER_FILES)  # no temporary folder left
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
@@ -275,7 +285,7 @@ def test_hugging_face_gives_our_ids_for_every_preset(gpt2, preset, tmp_path, ker
     (r"(ab){1,2}+|[a-z]{3,}+|x{2}|[]a]{1}+|\x{41}{2}+|\S|\s", r"(?>(ab){1,2})|(?>[a-z]{3,})|x{2}|(?>[]a]{1})|(?>\x{41}{2})|\S|\s"),
 ])
 def test_possessive_intervals_become_atomic_groups_for_oniguruma(pattern, written):
-    from bpecli.files import hugging_face_regex
+    from bpecli.formats.hugging_face import hugging_face_regex
 
     assert hugging_face_regex(pattern) == written
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bpecli import BpecliError, Tokenizer, train
-from bpecli.files import TOKENIZER_FILES
+from bpecli.formats import TOKENIZER_FILES
 
 BPECLI = [sys.executable, "-m", "bpecli"]
 TEXT = "Once upon a time, the theory of tokenizers<|endoftext|> had 2026 cats and a dog."
@@ -385,10 +385,9 @@ def test_the_fingerprint_is_of_the_files_loaded_not_of_their_replacement(small, 
     first, second = small
     first.save(tmp_path / "tok")
     loaded = Tokenizer.load(tmp_path / "tok")
+    expected = Tokenizer.load(tmp_path / "tok").fingerprint
     second.save(tmp_path / "tok", force=True)
-    with pytest.raises(BpecliError, match="bpecli.json was replaced after bpecli read it"):
-        loaded.fingerprint
-    assert Tokenizer.load(tmp_path / "tok").fingerprint
+    assert loaded.fingerprint == expected != Tokenizer.load(tmp_path / "tok").fingerprint
 
 
 def test_where_files_cannot_be_opened_by_a_folders_descriptor_they_load_by_path(small, tmp_path, monkeypatch):

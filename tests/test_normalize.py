@@ -89,7 +89,8 @@ def test_the_steps_are_stored_and_named(corpus, tmp_path):
     assert json.loads((tmp_path / "tok" / "bpecli.json").read_text())["normalize"] == ["nfkc", "lowercase"]
     assert Tokenizer.load(tmp_path / "tok" / "vocab.json").normalize == ("nfkc", "lowercase")  # a file of the folder
     assert check(["nfc", "lowercase,nfd"]) == ("nfc", "lowercase", "nfd")
-    with pytest.raises(BpecliError, match="--normalize 'upper': expected nfc, nfd, nfkc, nfkd, lowercase"):
+    with pytest.raises(BpecliError, match="normalize 'upper': expected nfc, nfd, nfkc, nfkd, lowercase") as raised:
         check(["upper"])
+    assert str(raised.value).startswith("normalize 'upper'") and raised.value.for_cli().startswith("--normalize 'upper'")
     other = train([corpus], vocab_size=300)
     assert other.fingerprint != tok.fingerprint

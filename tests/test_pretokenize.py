@@ -102,13 +102,13 @@ def o200k_over_gpt2(gpt2):
 def test_bulk_encoding_with_the_o200k_pattern_equals_tiktoken(o200k_over_gpt2, documents):
     ours, theirs = o200k_over_gpt2
     ids, _ = ours.encode_documents(documents)
-    assert ours._bulk.split is o200k_piece_starts
+    assert ours._text.bulk.split is o200k_piece_starts
     assert ids.tolist() == [i for d in theirs.encode_ordinary_batch(documents) for i in d]
 
 
 def test_long_texts_take_the_vectorised_path_and_agree(gpt2, tiktoken_gpt2, kernel_docs_sample):
     text = kernel_docs_sample[:300_000] + "<|endoftext|>" + "x'll \u00a0 " * 10_000
-    assert gpt2._bulk is not None
+    assert gpt2._text.bulk is not None
     assert gpt2.encode(text, allowed_special="all") == tiktoken_gpt2.encode(text, allowed_special="all")
     assert gpt2.encode_ordinary(text) == tiktoken_gpt2.encode_ordinary(text)
 
@@ -206,3 +206,12 @@ def test_a_pattern_nested_too_deep_to_compile_is_refused_in_one_error():
     with pytest.raises(BpecliError, match=r"^invalid regex '\(\(\(.{50,}' \(bpecli.json\): ") as raised:
         resolve_pattern("(" * 1000 + "a" + ")" * 1000 + r"|[\s\S]", source="bpecli.json")
     assert len(str(raised.value)) < 300
+
+
+def test_a_pattern_given_by_the_caller_is_named_as_each_caller_spells_it():
+    from bpecli.errors import BpecliError
+    from bpecli.pretokenize import resolve_pattern
+
+    with pytest.raises(BpecliError, match=r"^the pattern .* \(pattern\) leaves ','") as raised:
+        resolve_pattern(r"\w+")
+    assert " (--pattern) leaves ','" in raised.value.for_cli()

@@ -13,7 +13,8 @@ from bpecli.report import shard_figures, shard_stats, shards_page, tokenizer_fig
 from bpecli.report.kinds import kind_of, kinds
 from bpecli.report.page import FIGURES_ID, SIGNATURE
 from bpecli.shards import write_shards
-from bpecli.tokenizer import describe, render_token, token_parts
+from bpecli.report.tokenizer_stats import describe
+from bpecli.vocab import render_token, token_parts
 
 EOT = 50256
 

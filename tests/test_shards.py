@@ -232,7 +232,7 @@ def test_a_pattern_without_the_vectorised_path_shards_the_same_ids(cl100k_file, 
     from bpecli import PATTERNS, Tokenizer
 
     tok = Tokenizer.load(cl100k_file, pattern="(?:" + PATTERNS["cl100k"] + ")")
-    assert tok._bulk is None  # no vectorised splitter for it: the regex path
+    assert tok._text.bulk is None  # no vectorised splitter for it: the regex path
     theirs = tiktoken.Encoding("cl100k_base", pat_str=PATTERNS["cl100k"], mergeable_ranks=load_tiktoken_bpe(str(cl100k_file)),
                                special_tokens=tok.special_tokens)
     path = tmp_path / "sample.txt"

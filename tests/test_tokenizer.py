@@ -118,8 +118,11 @@ def test_decode_errors(gpt2):
         gpt2.decode([1, 60000])
     broken = gpt2.encode("é", allowed_special="all")[:1] if len(gpt2.encode("é", allowed_special="all")) > 1 else [gpt2.ranks[b"\xc3"]]
     assert gpt2.decode(broken) == "\ufffd"
-    with pytest.raises(BpecliError, match="invalid UTF-8"):
+    with pytest.raises(BpecliError, match="invalid UTF-8") as raised:
         gpt2.decode(broken, errors="strict")
+    # the library names its own argument; the command line, its flag
+    assert str(raised.value).endswith("use errors='replace' to see U+FFFD instead")
+    assert raised.value.for_cli().endswith("use --errors replace to see U+FFFD instead")
 
 
 def test_surrogates_are_fixed_up_as_tiktoken_does(gpt2, tiktoken_gpt2):
@@ -163,7 +166,7 @@ def test_sparse_ids_decode_without_a_table_as_long_as_the_highest_id(gpt2):
 
     ids = np.array(tok.encode("hello<|end|>world", allowed_special="all") , dtype=np.int64)
     assert tok.decode(ids) == "hello<|end|>world" and tok.decode(ids.tolist()) == "hello<|end|>world"
-    assert sum(a.nbytes for a in tok._byte_table if a is not None) < 10_000_000
+    assert sum(a.nbytes for a in tok._decoder.byte_table if a is not None) < 10_000_000
     with pytest.raises(BpecliError, match="id 3999999999 is not in the vocabulary"):
         tok.decode(np.array([huge - 1]))
 
@@ -194,3 +197,20 @@ def test_a_tokenizer_pickles_without_its_tables_or_caches(gpt2):
     copy = pickle.loads(pickle.dumps(gpt2))
     assert copy.encode("hello world", allowed_special="all") == [31373, 995]
     assert len(pickle.dumps(gpt2)) < 3 * len(pickle.dumps(gpt2.ranks))
+
+
+@pytest.mark.system
+def test_pre_tokens_up_to_numpy_piece_bytes_merge_without_numpy(gpt2_vocab):
+    """A one-liner loads numpy only for a pre-token longer than NUMPY_PIECE, which merges in the
+    bulk engine's linked list (the two merge alike: see tests/test_bpe.py)."""
+    import subprocess
+    import sys
+
+    from bpecli.encoding.reference import NUMPY_PIECE
+
+    code = ("import sys, bpecli; tok = bpecli.load(sys.argv[1]); n = int(sys.argv[2]); "
+            "ids = tok.encode('x' * n); print('numpy' in sys.modules, len(ids))")
+    for size, numpy_loaded in ((NUMPY_PIECE, "False"), (NUMPY_PIECE + 1, "True")):
+        done = subprocess.run([sys.executable, "-c", code, str(gpt2_vocab), str(size)], capture_output=True, text=True,
+                              check=True)
+        assert done.stdout.split()[0] == numpy_loaded

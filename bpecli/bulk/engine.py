@@ -11,7 +11,7 @@ from ..arrays import spans, with_room
 from ..perthread import PerThread
 from .merge import bpe_batch, bpe_packed
 from .packing import document_batches, pack_by_size
-from .tables import PieceTable, Vocabulary, has_bits
+from .tables import PieceTable, VocabTables, has_bits
 
 # Documents go through in batches of about this many bytes: arrays that fit the caches are several
 # times faster than one huge batch.
@@ -26,7 +26,7 @@ COUNT_BITS = 4
 class Learned:
     """What one thread has encoded so far: short pieces in a PieceTable whose values point into
     one growing array of ids; long pieces in a dict, by their bytes. The array starts with the
-    ids of every piece of one or two bytes, two slots each by code (Vocabulary.small_piece_ids)."""
+    ids of every piece of one or two bytes, two slots each by code (VocabTables.small_piece_ids)."""
 
     LIMIT = 1 << 21  # short pieces kept before starting afresh (memory stays bounded)
 
@@ -38,14 +38,14 @@ class Learned:
         self.used = self.seeded
         self.long_pieces: dict[bytes, tuple[int, ...]] = {}
 
-    def short_ids(self, vocab: Vocabulary, low, high, mixed):
+    def short_ids(self, tables: VocabTables, low, high, mixed):
         """(where the ids of each packed piece start in self.ids, how many it has); BPE for the
         distinct pieces the table lacks, which it keeps."""
         if self.table.count > self.LIMIT:  # start afresh (the seed stays): memory stays bounded
             self.table, self.used = PieceTable(), self.seeded
 
         def bpe(new):
-            ids, counts = bpe_packed(vocab, low[new], high[new])
+            ids, counts = bpe_packed(tables, low[new], high[new])
             return (self.keep(ids) + np.cumsum(counts) - counts) << COUNT_BITS | counts
 
         value = self.table.values(low, high, mixed, bpe)
@@ -65,28 +65,28 @@ class Learned:
 
 
 class BulkEncoder:
-    """A vocabulary with a vectorised splitter (split(data, doc_starts) -> piece bounds).
+    """A vocabulary's tables with a vectorised splitter (split(data, doc_starts) -> piece bounds).
 
     What it learns as it goes (Learned) is kept per thread: an encoder shared by threads gives
     each its own; the vocabulary's tables are read only.
     """
 
-    def __init__(self, vocab: Vocabulary, split):
-        self.vocab = vocab
+    def __init__(self, tables: VocabTables, split):
+        self.tables = tables
         self.split = split
         self._learned = PerThread(self._new_learned)
 
     def prepare(self) -> None:
         """Build the tables encoding reads now, e.g. before forking workers that then share them."""
-        self.vocab.pair_table, self.vocab.inner_byte_pairs, self.vocab.edge_tokens, self.vocab.byte_ids
-        self.vocab.small_piece_ids
+        self.tables.pair_table, self.tables.inner_byte_pairs, self.tables.edge_tokens, self.tables.byte_ids
+        self.tables.small_piece_ids
 
     def clear_cache(self) -> None:
         """Forget every piece encoded so far, in every thread."""
         self._learned.reset()
 
     def _new_learned(self) -> Learned:
-        return Learned(self.vocab.small_piece_ids[0])
+        return Learned(self.tables.small_piece_ids[0])
 
     @property
     def learned(self) -> Learned:
@@ -116,8 +116,8 @@ class BulkEncoder:
         learned = self.learned
         piece_starts = np.empty(len(starts), dtype=np.int64)
         piece_sizes = np.empty(len(starts), dtype=np.int64)
-        piece_starts[small], piece_sizes[small] = 2 * codes, self.vocab.small_piece_ids[1][codes]
-        piece_starts[short], piece_sizes[short] = learned.short_ids(self.vocab, low, high, mixed)
+        piece_starts[small], piece_sizes[small] = 2 * codes, self.tables.small_piece_ids[1][codes]
+        piece_starts[short], piece_sizes[short] = learned.short_ids(self.tables, low, high, mixed)
         if len(long_at):
             cache = learned.long_pieces
             if len(cache) > CACHE_LIMIT:
@@ -128,7 +128,7 @@ class BulkEncoder:
             long_pieces = list(index)
             long_ids: list = list(map(cache.get, long_pieces))
             cold = [i for i, found in enumerate(long_ids) if found is None]
-            for i, found in zip(cold, bpe_batch(self.vocab, [long_pieces[i] for i in cold])):
+            for i, found in zip(cold, bpe_batch(self.tables, [long_pieces[i] for i in cold])):
                 long_ids[i] = cache[long_pieces[i]] = found
             long_sizes = np.fromiter(map(len, long_ids), dtype=np.int64, count=len(long_ids))
             at = learned.scratch(np.fromiter(chain.from_iterable(long_ids), dtype=np.int64, count=int(long_sizes.sum())))
@@ -153,23 +153,20 @@ class BulkEncoder:
         return out, ends
 
     def split_apart(self, data: bytes, bounds):
-        """bounds with a cut added wherever no token can hold the two bytes on either side: BPE
-        never merges across such a cut, so the two sides encode alone to the same ids as together,
-        and the short parts repeat far more often than whole pieces (a run of CJK characters is one
-        piece; most of its character edges are such cuts). A token holding both sides of an edge
-        a, b is a, b itself or holds a three-byte run with the byte before a or the one after b
-        (Vocabulary.edge_tokens). Only edges next to non-ASCII bytes are looked at: between ASCII
-        bytes the cut is rare and looking costs time."""
+        """bounds with a cut added wherever no token can hold the two bytes on either side: the two
+        sides encode alone to the same ids as together, and the short parts repeat far more often
+        than whole pieces. Only edges next to non-ASCII bytes are looked at (see docs/design.md,
+        "Cuts BPE never crosses")."""
         text = np.frombuffer(data, dtype=np.uint8)
         if len(text) < 2:
             return bounds
         after, before = text[1:], text[:-1]
         at = np.flatnonzero((after >= 0xC0) | ((after < 0x80) & (before >= 0x80))) + 1
         a, b = text[at - 1].astype(np.int64), text[at].astype(np.int64)
-        held = self.vocab.inner_byte_pairs[a << 8 | b]  # a token holds a, b in a row
+        held = self.tables.inner_byte_pairs[a << 8 | b]  # a token holds a, b in a row
         inside = np.flatnonzero(held & (at >= 2) & (at + 1 < len(text)))  # each side has a byte beyond
         if len(inside):
-            two_byte, runs = self.vocab.edge_tokens
+            two_byte, runs = self.tables.edge_tokens
             a, b, p = a[inside], b[inside], at[inside]
             before_a, after_b = text[p - 2].astype(np.int64) << 16 | a << 8 | b, a << 16 | b << 8 | text[p + 1]
             held[inside] = two_byte[a << 8 | b] | has_bits(runs, before_a) | has_bits(runs, after_b)

@@ -1,5 +1,5 @@
 """BPE of many pre-tokens at once in numpy rounds (bpe_rounds), and of long ones in rounds whose
-work follows the pairs they change (bpe_long); one piece at a time is bpe.py's."""
+work follows the pairs they change (bpe_long); one piece at a time is encoding.reference's."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import heapq
 import numpy as np
 
 from ..arrays import sorted_distinct, spans, without_overlaps
-from ..bpe import NUMPY_PIECE, piece_ids
+from ..encoding.reference import NUMPY_PIECE, piece_ids
 from .packing import LENGTH_SHIFT, PACKED_ROW_BYTES, piece_hash
-from .tables import LOOKUP_BLOCK, NO_RANK, Vocabulary
+from .tables import LOOKUP_BLOCK, NO_RANK, VocabTables
 
 # bpe_rounds hands the last pieces still merging to Python when no more than this many are left.
 FEW_PIECES = 4
@@ -18,42 +18,42 @@ FEW_PIECES = 4
 ROUNDS_PIECE = 1024
 
 
-def encode_piece(vocab: Vocabulary, piece: bytes) -> tuple[int, ...]:
-    """bpe.piece_ids, but a piece longer than NUMPY_PIECE that is no token merges in numpy rounds."""
-    if len(piece) > NUMPY_PIECE and piece not in vocab.ranks:
-        ids, _ = bpe_long(vocab, np.frombuffer(piece, dtype=np.uint8), np.zeros(1, dtype=np.int64), np.array([len(piece)]))
+def encode_piece(tables: VocabTables, piece: bytes) -> tuple[int, ...]:
+    """reference.piece_ids, but a piece longer than NUMPY_PIECE that is no token merges in numpy rounds."""
+    if len(piece) > NUMPY_PIECE and piece not in tables.ranks:
+        ids, _ = bpe_long(tables, np.frombuffer(piece, dtype=np.uint8), np.zeros(1, dtype=np.int64), np.array([len(piece)]))
         return tuple(ids.tolist())
-    return piece_ids(piece, vocab.ranks)
+    return piece_ids(piece, tables.ranks)
 
 
-def bpe_batch(vocab: Vocabulary, pieces: list[bytes]) -> list[tuple[int, ...]]:
+def bpe_batch(tables: VocabTables, pieces: list[bytes]) -> list[tuple[int, ...]]:
     """The ids of many pieces, as encode_piece gives them: a piece that is a token is one;
     the others merge with numpy (bpe_spans).
 
     Example (GPT-2): [b" tokenizer", b"ingly"] -> [(11241, 7509), (4420,)]
     """
-    results: list = [(rank,) if rank is not None else None for rank in map(vocab.ranks.get, pieces)]
+    results: list = [(rank,) if rank is not None else None for rank in map(tables.ranks.get, pieces)]
     todo = [i for i, found in enumerate(results) if found is None]
     sizes = np.fromiter((len(pieces[i]) for i in todo), dtype=np.int64, count=len(todo))
     text = np.frombuffer(b"".join(pieces[i] for i in todo), dtype=np.uint8)
-    ids, counts = bpe_spans(vocab, text, np.cumsum(sizes) - sizes, sizes)
+    ids, counts = bpe_spans(tables, text, np.cumsum(sizes) - sizes, sizes)
     flat, at = ids.tolist(), 0
     for i, count in zip(todo, counts.tolist()):
         results[i] = tuple(flat[at : at + count])
         at += count
     return results
 
-def bpe_packed(vocab: Vocabulary, low, high):
+def bpe_packed(tables: VocabTables, low, high):
     """(ids, counts): the ids of packed pieces of up to 15 bytes (see packing.pack_spans),
     one after another, and how many each piece has; all in numpy, the pieces never becoming
     bytes objects. A piece that is a token is that token."""
-    tokens = vocab.short_tokens
+    tokens = tables.short_tokens
     slots = tokens.find(low, high, piece_hash(low, high))
     is_token = slots >= 0
     sizes = (high >> np.uint64(LENGTH_SHIFT)).astype(np.int64)
     text = np.stack([low, high], axis=1).astype("<u8", copy=False).view(np.uint8).ravel()  # row i: piece i's bytes
     merged = np.flatnonzero(~is_token)
-    merged_ids, merged_counts = bpe_spans(vocab, text, merged * PACKED_ROW_BYTES, sizes[merged])
+    merged_ids, merged_counts = bpe_spans(tables, text, merged * PACKED_ROW_BYTES, sizes[merged])
     counts = np.ones(len(low), dtype=np.int64)
     counts[merged] = merged_counts
     ids = np.empty(int(counts.sum()), dtype=np.int64)
@@ -62,7 +62,7 @@ def bpe_packed(vocab: Vocabulary, low, high):
     ids[spans(starts[merged], merged_counts)] = merged_ids
     return ids, counts
 
-def bpe_spans(vocab: Vocabulary, text, starts, sizes):
+def bpe_spans(tables: VocabTables, text, starts, sizes):
     """(ids, counts) of the pieces text[start : start + size] (none of them a token, so each
     at least 2 bytes) merged as merge_parts does. They merge in numpy rounds (bpe_rounds), all
     in one call: a piece that is done leaves the rounds, so the long ones that go on cost the
@@ -72,12 +72,12 @@ def bpe_spans(vocab: Vocabulary, text, starts, sizes):
     found = []
     members = np.flatnonzero(sizes <= ROUNDS_PIECE)
     if len(members):
-        symbols = vocab.byte_ids[text[spans(starts[members], sizes[members])]]
-        ids, counts[members] = bpe_rounds(vocab, symbols, sizes[members])
+        symbols = tables.byte_ids[text[spans(starts[members], sizes[members])]]
+        ids, counts[members] = bpe_rounds(tables, symbols, sizes[members])
         found.append((members, ids))
     members = np.flatnonzero(sizes > ROUNDS_PIECE)
     if len(members):
-        ids, counts[members] = bpe_long(vocab, text, starts[members], sizes[members])
+        ids, counts[members] = bpe_long(tables, text, starts[members], sizes[members])
         found.append((members, ids))
     out = np.empty(int(counts.sum()), dtype=np.int64)
     out_starts = np.cumsum(counts) - counts
@@ -86,15 +86,13 @@ def bpe_spans(vocab: Vocabulary, text, starts, sizes):
     return out, counts
 
 
-def bpe_rounds(vocab: Vocabulary, symbols, sizes):
+def bpe_rounds(tables: VocabTables, symbols, sizes):
     """(ids, counts): many pieces (symbols: their bytes' ids, one piece after another; sizes:
     how many each has) merged at once with merge_parts's result. Each round merges, in every
-    piece still merging, its pairs of the lowest rank r, left to right, all with numpy, as
-    one-at-a-time BPE does while the pairs those merges make rank above r (a run of "=" merges
-    in a few rounds, not one round per byte); in a piece where a merge makes a lower pair, the
-    merges after it wait for a later round.
+    piece still merging, its pairs of the lowest rank, left to right, up to a merge that makes a
+    lower pair (see docs/design.md, "BPE rounds in numpy").
     """
-    pairs = vocab.pair_table
+    pairs = tables.pair_table
     base = pairs.base
     piece = np.flatnonzero(sizes)  # the piece of each segment of symbols still merging
     first = np.zeros(len(symbols), dtype=bool)  # the symbol starts its segment
@@ -119,10 +117,10 @@ def bpe_rounds(vocab: Vocabulary, symbols, sizes):
             symbols, pair_rank, first = symbols[keep], pair_rank[keep], first[keep]
             best, piece = best[~finished], piece[~finished]
         if len(best) <= FEW_PIECES:  # a round's numpy calls cost more than a few pieces in Python
-            decoder = vocab.decoder
+            decoder = tables.decoder
             bounds = first.nonzero()[0].tolist() + [len(symbols)]
             for i, owner in enumerate(piece.tolist()):
-                ids = encode_piece(vocab, b"".join(map(decoder.__getitem__, symbols[bounds[i] : bounds[i + 1]].tolist())))
+                ids = encode_piece(tables, b"".join(map(decoder.__getitem__, symbols[bounds[i] : bounds[i + 1]].tolist())))
                 done_symbols.append(np.array(ids, dtype=np.int64))
                 done_owners.append(np.full(len(ids), owner))
             break
@@ -152,9 +150,7 @@ def bpe_rounds(vocab: Vocabulary, symbols, sizes):
 def _first_merges(pairs, symbols, first, pair_rank, at, segment):
     """Of the merges at (pairs of rank r in each piece, left to right, none overlapping), those
     one-at-a-time BPE makes before any pair below r: in each piece, up to the first merge that
-    makes a lower pair with the symbol before it (the token of the merge before, if that one is
-    next to it) or the one after it (as yet unmerged). A piece's first merge is always BPE's next:
-    only pieces with two or more are looked at."""
+    makes a lower pair with a neighbour (see docs/design.md, "BPE rounds in numpy")."""
     same_piece = segment[1:] == segment[:-1]
     several = np.zeros(len(at), dtype=bool)
     several[1:] = same_piece
@@ -183,25 +179,21 @@ def _first_merges(pairs, symbols, first, pair_rank, at, segment):
     return at[keep]
 
 
-def bpe_long(vocab: Vocabulary, text, starts, sizes):
+def bpe_long(tables: VocabTables, text, starts, sizes):
     """(ids, counts) of long pieces text[start : start + size], exactly as merge_parts gives
     them, in numpy rounds whose work is proportional to the pairs they change (a 20 MB run of
-    one letter, a file without spaces). Each piece's symbols form a linked list over byte
-    positions; the pairs of all pieces wait in buckets by rank.
-
-    Each round takes the lowest rank r present and merges its pairs left to right, every other
-    one in a run of overlapping pairs, as one-at-a-time BPE does while every pair a merge makes
-    ranks above r. A merge that makes a pair ranked below r is followed (in BPE's order) by
-    merges that only grow the token holding it; the pairs within the longest token's reach of
-    it wait for a later round.
+    one letter, a file without spaces): each piece's symbols form a linked list over byte
+    positions, and the pairs of all pieces wait in buckets by rank; a round merges the pairs of
+    the lowest rank but those within the longest token's reach of a merge that makes a lower
+    pair (see docs/design.md, "Long pre-tokens").
     """
-    pairs = vocab.pair_table
+    pairs = tables.pair_table
     base = pairs.base
     n = int(sizes.sum())
-    reach = vocab.longest_token  # bytes: no merge BPE makes spans more
+    reach = tables.longest_token  # bytes: no merge BPE makes spans more
     # one int32 per byte for each array: the symbols, the links, and the rank of the pair
     # that starts at each symbol (NO_RANK at a piece's end); positions are bytes of the pieces
-    symbols = vocab.byte_ids[text[spans(starts, sizes)]].astype(np.int32)
+    symbols = tables.byte_ids[text[spans(starts, sizes)]].astype(np.int32)
     piece_end = np.cumsum(sizes)  # where each piece's symbols end
     nxt = np.arange(1, n + 1, dtype=np.int32)
     nxt[piece_end - 1] = n  # n: no next symbol

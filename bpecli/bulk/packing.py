@@ -129,8 +129,8 @@ def piece_hash(low, high):
     """A uint64 hash of each packed piece (see pack_spans), for tables that read its top bits:
     high turned so that its top byte, the length (all a short piece's high holds), comes first,
     times an odd constant, xor low, times another. A multiply carries a change in any bit to every
-    bit above it, so to the top ones; six passes over the pieces (splitmix64's finaliser twice
-    took seventeen), as even a spread over slots on corpus pieces, and no two of them alike."""
+    bit above it, so to the top ones; six passes over the pieces (fewer than splitmix64's
+    finaliser twice), as even a spread over slots on corpus pieces, and no two of them alike."""
     turned = (high >> _LENGTH_FIRST) | (high << _REST_AFTER)
     return (low ^ (turned * GOLDEN)) * _SPREAD
 

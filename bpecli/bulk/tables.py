@@ -8,7 +8,7 @@ from functools import cached_property
 import numpy as np
 
 from ..arrays import spans
-from ..bpe import BYTE_TOKENS
+from ..encoding.reference import BYTE_TOKENS
 from .packing import GOLDEN, PACKED_BYTES, SMALL_CODES, distinct_packed, pack_spans, piece_hash, small_pieces
 
 NO_RANK = np.int32(np.iinfo(np.int32).max)  # what a lookup gives for a pair that is no token (ranks are int32)
@@ -16,7 +16,7 @@ NO_RANK = np.int32(np.iinfo(np.int32).max)  # what a lookup gives for a pair tha
 LOOKUP_BLOCK = 1 << 20
 
 
-class Vocabulary:
+class VocabTables:
     """A vocabulary's tables, each built when first used: ranks (token bytes -> id) is all it needs."""
 
     def __init__(self, ranks: dict[bytes, int]):
@@ -45,8 +45,7 @@ class Vocabulary:
     def edge_tokens(self):
         """What a token that holds both sides of an edge between two bytes a, b holds: for every
         a, b, whether a, b is a token (65,536 flags); for every three bytes, whether some token
-        holds them in a row (2**24 bits: packed_bits). A token longer than two
-        bytes that holds a, b holds the byte before them or the one after them too."""
+        holds them in a row (2**24 bits: packed_bits). See docs/design.md, "Cuts BPE never crosses"."""
         joined, starts, sizes, _ = self.token_arrays
         data = np.frombuffer(joined, dtype=np.uint8)
         two = starts[sizes == 2]
@@ -257,7 +256,7 @@ class PieceTable:
             kept = np.flatnonzero(self.high)
             old = self.low[kept], self.high[kept], self.value[kept]
             # twice the pieces, rounded up to a power of two: a load of a quarter to a half after
-            # growing (four to eight times as many slots took twice the memory for few probes less)
+            # growing (more slots cost memory for few probes less: see docs/performance.md)
             self._allocate((2 * (self.count + len(low)) - 1).bit_length())
             self._place(old[0], old[1], piece_hash(old[0], old[1]), old[2])
         self._place(low, high, mixed, values)

@@ -9,7 +9,7 @@ from functools import cache, partial
 
 import regex
 
-from ..errors import BpecliError
+from ..errors import BpecliError, arg
 from . import unicode_classes
 
 # The exact patterns tiktoken uses for its gpt2 / r50k, cl100k_base and o200k_base encodings.
@@ -65,7 +65,7 @@ def is_preset(pattern: str) -> bool:
     return pattern in PATTERNS.values()
 
 
-def resolve_pattern(name_or_regex: str, *, source: str = "--pattern") -> str:
+def resolve_pattern(name_or_regex: str, *, source: str = arg("pattern")) -> str:
     """A preset name gives its pattern; anything else must be a valid regex whose pieces keep
     every character. source names where the pattern came from, for the error.
 
@@ -88,7 +88,7 @@ def resolve_pattern(name_or_regex: str, *, source: str = "--pattern") -> str:
 _PROBE = "Hello, World! It's 12,345.6 \u00bd x\n\n\t  y \r\n caf\u00e9 e\u0301 \u4e2d\u6587 \U0001F600 \u00a0end?"
 
 
-def uncovered_error(pattern: str, text: str, source: str = "--pattern") -> BpecliError:
+def uncovered_error(pattern: str, text: str, source: str = arg("pattern")) -> BpecliError:
     """The error for a pattern whose pieces leave characters of text out (`\\w+` skips spaces):
     a byte-level tokenizer must keep every byte, or decode(encode(text)) is not text."""
     at = 0
@@ -107,11 +107,9 @@ def uncovered_error(pattern: str, text: str, source: str = "--pattern") -> Bpecl
 
 # How long a custom pattern may run on one text: TIMEOUT_SECONDS and TIMEOUT_PER_CHARACTER for
 # each of its characters, in CPU seconds of the process (what the regex module counts, so threads
-# that run beside it count too). The slowest linear pattern measured takes 10 us a character (a
-# preset with its Unicode classes spelled out, on text of one-character pieces; under 1 us with
-# regex's own classes); a pattern that backtracks catastrophically runs for minutes on 41
-# characters. Twenty times the slowest linear time, and 2 s for any text, keep a legitimate
-# pattern on a long document clear of the bound whatever else the process does.
+# that run beside it count too): twenty times the slowest linear pattern measured, and 2 s for any
+# text, keep a legitimate pattern on a long document clear of the bound whatever else the process
+# does, and stop one that backtracks catastrophically (see docs/performance.md).
 TIMEOUT_SECONDS = 2.0
 TIMEOUT_PER_CHARACTER = 200e-6
 

@@ -11,7 +11,8 @@ from html import escape
 from pathlib import Path
 
 from ..errors import OutputError
-from ..tokenizer import Tokenizer, token_parts
+from ..tokenizer import Tokenizer
+from ..vocab import token_parts
 from .svg import colour, columns, hbars, legend, lines, number, percent, short
 
 # The first line of every report: a file that starts otherwise is not ours to overwrite.
@@ -52,7 +53,7 @@ def write_report(path: str | Path, html: str) -> Path:
 
 def chip(token: bytes | str, *, token_id: int | None = None, special: bool = False) -> str:
     """A token as a chip: its text, with what would not show (spaces, newlines, stray bytes) as
-    dimmed markers (see tokenizer.token_parts)."""
+    dimmed markers (see vocab.token_parts)."""
     title = f' title="id {token_id}"' if token_id is not None else ""
     if special or isinstance(token, str):
         return f'<span class="tok special"{title}>{escape(str(token))}</span>'

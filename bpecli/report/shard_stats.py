@@ -16,7 +16,8 @@ from ..parallel import map_in_order
 from ..shards.formats import read_shard
 from ..shards.layout import JOURNAL, MANIFEST, UNREADABLE, index_name, read_manifest
 from ..shards.verification import checked_shard
-from ..tokenizer import Tokenizer, render_token
+from ..tokenizer import Tokenizer
+from ..vocab import render_token
 
 # Ids counted per np.bincount: its int64 copy of them stays in the caches (measured fastest).
 COUNT_BLOCK = 1 << 18

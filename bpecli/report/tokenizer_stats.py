@@ -14,8 +14,9 @@ from ..inputs.parts import Part, document_parts
 from ..inputs.sources import input_kind, input_stat
 from ..inputs.utf8 import ERRORS_HINT
 from ..errors import InputError
-from ..pretokenize import SAFE_CUT, document_separators
-from ..tokenizer import Tokenizer, describe, render_token
+from ..pretokenize import PATTERNS, SAFE_CUT, document_separators
+from ..tokenizer import Tokenizer
+from ..vocab import render_token
 from .kinds import kinds
 
 # Of the --corpus inputs together, about this many bytes are read (evenly spaced parts of a large
@@ -43,6 +44,39 @@ class CorpusSample:
     @property
     def sample_bytes(self) -> int:
         return sum(map(len, self.documents))
+
+
+def describe(tok: Tokenizer, top: int = 10) -> dict:
+    """What a tokenizer is, for `bpecli inspect TOK` and its report: sizes, special tokens,
+    pattern, the longest tokens, how many tokens have each byte length, and the first and last
+    merges (each as the id it makes and the two tokens it joins)."""
+    longest = sorted(tok.ranks.items(), key=lambda item: (-len(item[0]), item[1]))[:top]
+    # every token longer than a byte is one merge; only the first and last few are recovered (all
+    # of them take seconds for a 100k vocabulary read from ranks alone)
+    if tok.trained_merges:
+        n_merges, first, last = len(tok.trained_merges), tok.trained_merges[:top], tok.trained_merges[len(tok.trained_merges) - top :]
+    else:
+        longer = sorted((rank, token) for token, rank in tok.ranks.items() if len(token) > 1)
+        n_merges = len(longer)
+        first, last = (tuple(tok.vocab.merge_of(token) for _, token in part)
+                       for part in (longer[:top], longer[len(longer) - top :] if top else []))
+
+    def merge(a: bytes, b: bytes) -> dict:
+        return {"id": tok.ranks[a + b], "left": render_token(a), "right": render_token(b),
+                "left_id": tok.ranks[a], "right_id": tok.ranks[b]}
+
+    return {
+        "vocab_size": tok.vocab_size,
+        "ordinary_tokens": len(tok.ranks),
+        "merges": n_merges,
+        "special_tokens": dict(sorted(tok.special_tokens.items(), key=lambda item: item[1])),
+        "pattern": next((name for name, p in PATTERNS.items() if p == tok.pattern), tok.pattern),
+        "normalize": list(tok.normalize),
+        "longest_tokens": [{"id": rank, "token": render_token(token), "bytes": len(token)} for token, rank in longest],
+        "byte_lengths": dict(sorted(Counter(len(token) for token in tok.ranks).items())),
+        "first_merges": [merge(a, b) for a, b in first],
+        "last_merges": [merge(a, b) for a, b in last],
+    }
 
 
 def tokenizer_figures(tok: Tokenizer, *, name: str, corpora: Sequence[str] = (), compare: dict[str, Tokenizer] | None = None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..errors import BpecliError, arg
-from ..tokenizer import MAX_ID
+from ..vocab import MAX_ID
 from .counting import PieceCounts
 from .pairs import _Pairs
 from .words import _Words, number_byte_pairs

@@ -13,7 +13,8 @@ from ..normalize import check as check_normalize
 from ..parallel import parallelism
 from ..pretokenize import SAFE_CUT, document_separators, is_preset, resolve_pattern
 from ..progress import progress_bar
-from ..tokenizer import Tokenizer, check_special_tokens
+from ..tokenizer import Tokenizer
+from ..vocab import check_special_tokens
 from .counting import count_pretokens
 from .merges import merges_wanted, train_bpe
 

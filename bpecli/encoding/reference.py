@@ -4,16 +4,14 @@ the regex path of a shell one-liner uses it."""
 
 from __future__ import annotations
 
-import heapq
 import sys
 from itertools import islice, repeat
 from operator import add
 
 BYTE_TOKENS = [bytes([b]) for b in range(256)]
-# Pieces longer than this are merged with a heap over a linked list instead of rescans...
-LONG_PIECE = 64
-# ...and longer than this by the bulk engine's numpy rounds (bulk.merge.bpe_long): no Python
-# object per byte.
+# Pieces longer than this are merged by the bulk engine's linked list (bulk.merge.bpe_long): no
+# Python object per byte, and no rescan of the whole piece per merge. Shorter ones merge here, so
+# that a one-liner loads numpy only for a piece this long (see docs/performance.md).
 NUMPY_PIECE = 4096
 
 
@@ -34,14 +32,8 @@ def merge_parts(piece: bytes, ranks: dict[bytes, int], max_rank: int | None = No
 
     Example (GPT-2 ranks): b"hello" -> [b"hello"]; b" tokenizer" -> [b" token", b"izer"]
     """
-    if len(piece) > LONG_PIECE:
-        return _merge_parts_heap(piece, ranks, max_rank)
-    return _merge_parts_scan(piece, ranks, max_rank)
-
-
-def _merge_parts_scan(piece: bytes, ranks: dict[bytes, int], max_rank: int | None = None) -> list[bytes]:
-    """merge_parts for short pieces: the pair ranks in a list whose minimum min() finds in C;
-    after a merge only the two pairs beside it are looked up again."""
+    # the pair ranks in a list whose minimum min() finds in C; after a merge only the two pairs
+    # beside it are looked up again
     limit = sys.maxsize if max_rank is None else max_rank
     if max_rank is None:
         rank_of = ranks.get
@@ -63,40 +55,3 @@ def _merge_parts_scan(piece: bytes, ranks: dict[bytes, int], max_rank: int | Non
             pair_ranks[i] = rank_of(parts[i] + parts[i + 1], limit)
     return parts
 
-
-def _merge_parts_heap(piece: bytes, ranks: dict[bytes, int], max_rank: int | None = None) -> list[bytes]:
-    """merge_parts for long pieces: a heap of (rank, start) over a linked list of parts, so each
-    merge costs O(log n) instead of a rescan."""
-    limit = float("inf") if max_rank is None else max_rank
-    n = len(piece)
-    end = list(range(1, n + 1))  # end[i]: where the part starting at byte i ends
-    prev = list(range(-1, n - 1))  # prev[i]: the start of the part before, -1 if none
-    alive = [True] * n
-
-    def pair_rank(start: int) -> int | None:
-        stop = end[start]
-        if stop >= n:
-            return None
-        rank = ranks.get(piece[start : end[stop]])
-        return rank if rank is not None and rank < limit else None
-
-    heap = [(rank, i) for i in range(n - 1) if (rank := pair_rank(i)) is not None]
-    heapq.heapify(heap)
-    while heap:
-        rank, start = heapq.heappop(heap)
-        if not alive[start] or pair_rank(start) != rank:
-            continue  # stale: this part merged away or its right neighbour changed
-        right = end[start]
-        end[start] = end[right]
-        alive[right] = False
-        if end[start] < n:
-            prev[end[start]] = start
-        for i in (prev[start], start):
-            if i >= 0 and (r := pair_rank(i)) is not None:
-                heapq.heappush(heap, (r, i))
-    parts = []
-    i = 0
-    while i < n:
-        parts.append(piece[i : end[i]])
-        i = end[i]
-    return parts

@@ -1,0 +1,103 @@
+"""bpecli.json: what a .tiktoken ranks file does not hold (the pattern, the special tokens, the
+normalization), the format version, and the size and CRC-32 of each file written with it, so that
+a folder whose files come from two tokenizers is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from pathlib import Path
+
+from .. import folders
+from ..errors import BpecliError, TokenizerFileError
+from ..normalize import check as check_normalize
+from ..vocab import Vocab
+from .common import checked, pattern_of
+from .tiktoken import parse_tiktoken
+
+
+def write_bpecli_json(vocab: Vocab, path: Path, *, files: dict[str, dict] | None = None) -> None:
+    """bpecli.json: the pattern, special tokens and normalization the ranks file does not hold, and
+    (files) the size and CRC-32 of each file written with it."""
+    document = {
+        "format_version": folders.FORMAT_VERSION,
+        "pattern": vocab.pattern,
+        "special_tokens": vocab.special_tokens,
+        **({"normalize": list(vocab.normalize)} if vocab.normalize else {}),
+        "vocab_size": vocab.vocab_size,
+        "ranks_file": "tokenizer.tiktoken",
+        **({"files": files} if files else {}),
+    }
+    path.write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+
+def load_bpecli(generation: folders.Generation, name: str, document: dict, pattern: str | None,
+                specials: dict | None) -> Vocab:
+    """The vocabulary of a bpecli.json (document) and the ranks file it names."""
+    path = generation.path / name
+    version = document.get("format_version")
+    if type(version) is not int or version != folders.FORMAT_VERSION:
+        raise TokenizerFileError(
+            f"{path}: format_version {json.dumps(version)[:20]} is not {folders.FORMAT_VERSION}, the one this bpecli reads; "
+            "retrain it, or use a bpecli of that version"
+        )
+    ranks_file = document.get("ranks_file", "tokenizer.tiktoken")
+    if not _plain_name(ranks_file):
+        raise TokenizerFileError(f"{path}: ranks_file {str(ranks_file)[:60]!r} is not the name of a file in this folder "
+                                 "(such as \"tokenizer.tiktoken\")")
+    data = generation.read(ranks_file)
+    _check_written(path, document.get("files"), ranks_file, data)
+    ranks_path = generation.path / ranks_file
+    ranks = parse_tiktoken(data, ranks_path, quote=not generation.linked(ranks_file))
+    found = document.get("special_tokens", {})
+    if not isinstance(found, dict) or not all(type(rank) is int for rank in found.values()):
+        raise TokenizerFileError(f"{path}: 'special_tokens' should map each special token to its id, "
+                                 "e.g. {\"<|endoftext|>\": 50256}")
+    size = document.get("vocab_size", len(ranks) + len(found))
+    if size != len(ranks) + len(found) or type(size) is not int:
+        raise TokenizerFileError(f"{path}: says {json.dumps(size)[:20]} tokens, but {ranks_file} and its special tokens "
+                                 f"have {len(ranks) + len(found):,}; the folder mixes files of two tokenizers: "
+                                 "train it again, or copy the whole folder")
+    return checked(
+        path,
+        ranks,
+        specials if specials is not None else found,
+        pattern_of(pattern, document.get("pattern") or "gpt2", f"from {path}"),
+        [path, ranks_path],
+        normalize=_normalize_of(path, document.get("normalize") or []),
+    )
+
+
+def _check_written(path: Path, files, ranks_file: str, data: bytes) -> None:
+    """The ranks file is the one bpecli.json was written with, if it recorded it (bpecli writes
+    the size and CRC-32 of each file since it replaces folders whole)."""
+    if files is None:  # from a bpecli that recorded none
+        return
+    entry = files.get(ranks_file) if isinstance(files, dict) else None
+    if not isinstance(entry, dict) or type(entry.get("bytes")) is not int or not isinstance(entry.get("crc32"), str):
+        raise TokenizerFileError(f"{path}: its record of {ranks_file} (in 'files') is missing or damaged; "
+                                 "train the tokenizer again")
+    if len(data) != entry["bytes"]:
+        differs = f"{len(data):,} bytes, where it recorded {entry['bytes']:,}"
+    elif f"{zlib.crc32(data):08x}" != entry["crc32"].lower():
+        differs = "another CRC-32 than it recorded"
+    else:
+        return
+    raise TokenizerFileError(f"{path}: {ranks_file} is not the file written with it ({differs}); the folder mixes "
+                             "files of two tokenizers: train it again, or copy the whole folder")
+
+
+def _plain_name(name) -> bool:
+    """Whether name is a file name alone, which can only be a file of the folder it is read in."""
+    return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
+            and os.sep not in name and (os.altsep is None or os.altsep not in name))
+
+
+def _normalize_of(path: Path, steps) -> tuple[str, ...]:
+    if not isinstance(steps, list) or not all(isinstance(step, str) for step in steps):
+        raise TokenizerFileError(f"{path}: 'normalize' should be a list of steps such as [\"nfkc\", \"lowercase\"]")
+    try:
+        return check_normalize(steps)
+    except BpecliError as e:
+        raise TokenizerFileError(f"{path}: {e.args[0]}") from None
