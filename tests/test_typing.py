@@ -33,9 +33,11 @@ def test_bash_completion_offers_commands_and_choices():
 
 
 def test_every_package_of_bpecli_is_installed():
-    """pyproject lists packages by name: a new subpackage left out would be missing from a
-    non-editable install (the README's first command) while every test here still passed."""
+    """A subpackage left out of pyproject's package list would be missing from a non-editable
+    install (the README's first command) while every test here still passed."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "bpecli").rglob("__init__.py")}
+    setuptools = pytest.importorskip("setuptools")
+    find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    listed = set(setuptools.find_packages(str(ROOT), include=find["include"]))
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "bpecli").rglob("*.py")}
     assert listed == found
