@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperCommand
 from typer.main import get_command_name
 
-from .errors import BpecliError
+from ..errors import BpecliError
 
 
 class _Command(TyperCommand):
@@ -191,7 +191,7 @@ def _watch_signals() -> None:
 
 
 def _fail(message: str, status: int):
-    from .corpus import redact
+    from ..corpus import redact
 
     _say(redact(message))  # an input's credentials never reach a terminal or a log
     raise typer.Exit(status) from None
@@ -273,7 +273,7 @@ def _app_for(args: list[str]) -> typer.Typer:
 
 def _print_version(asked: bool) -> None:
     if asked:
-        from . import __version__
+        from .. import __version__
 
         typer.echo(f"bpecli {__version__}")
         raise typer.Exit()
@@ -304,7 +304,7 @@ class Special(str, Enum):
 
 
 def _cpus() -> int:
-    from .executor import available_cpus
+    from ..executor import available_cpus
 
     return available_cpus()
 
@@ -375,7 +375,7 @@ def _whole(minimum: int):
     def parse(value: str | int) -> int:
         if isinstance(value, int):  # the default
             return value
-        from .corpus import parse_id, shown
+        from ..corpus import parse_id, shown
 
         number = parse_id(value)
         if number is None:
@@ -402,7 +402,7 @@ def _fraction(value: str | float) -> float:
     if isinstance(value, float):
         return value
     if not _FRACTION.fullmatch(value):
-        from .corpus import shown
+        from ..corpus import shown
 
         raise typer.BadParameter(f"{shown(value)} is not a number such as 0.005")
     return float(value)
@@ -428,12 +428,12 @@ SpecialIdsOption = Annotated[
 
 
 def _load_tokenizer(path: Path, pattern: str | None, special_ids: list[str] | None):
-    from .files import load
+    from ..files import load
 
     specials = None
     if special_ids:
         specials = {}
-        from .corpus import parse_id, shown
+        from ..corpus import parse_id, shown
 
         for item in special_ids:
             token, _, number = item.rpartition("=")
@@ -464,9 +464,9 @@ def train(
 ) -> None:
     """Train a byte-level BPE tokenizer and write vocab.json, merges.txt, tokenizer.json,
     tokenizer.tiktoken and bpecli.json into --out."""
-    from .corpus import check_apart, streams_spooled
-    from .files import check_writable
-    from .trainer import train as train_tokenizer
+    from ..corpus import check_apart, streams_spooled
+    from ..files import check_writable
+    from ..trainer import train as train_tokenizer
 
     check_apart(out, inputs)
     check_writable(out, force=force)  # before the long count, not after it
@@ -490,7 +490,7 @@ def train(
         typer.echo(f"bpecli: note: stopped after {len(tokenizer.merges):,} merges: {why}; "
                    f"the vocabulary has {tokenizer.vocab_size:,} tokens, not {vocab_size:,}", err=True)
     if as_json:
-        from .tokenizer import describe
+        from ..tokenizer import describe
 
         info = describe(tokenizer)
         _print_json({"out": str(out), "vocab_size": tokenizer.vocab_size, "vocab_size_asked": vocab_size,
@@ -543,15 +543,15 @@ def encode(
     """Encode text to token ids, printed on one line per text input (or per line with --lines) and
     per JSONL line or Parquet row;
     with --out, encode a corpus into .npy shards (one document after another, each followed by --eot)."""
-    from .executor import keep_freed_memory
+    from ..executor import keep_freed_memory
 
     keep_freed_memory()  # the command owns its process, as the workers own theirs
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if out is not None:
         return _encode_to_shards(tok, inputs or ["-"], out, shard_tokens, workers, scheduler, eot, bos, val_fraction,
                                  text_column, dtype, errors, force, quiet, as_json, shard_format)
-    from .corpus import ERRORS_HINT, input_kind, read_records, read_text, reads_whole
-    from .pretokenize import safe_blocks
+    from ..corpus import ERRORS_HINT, input_kind, read_records, read_text, reads_whole
+    from ..pretokenize import safe_blocks
 
     allow_special = special is Special.all
     stdout = _stdout()
@@ -591,14 +591,14 @@ _LONG_UNIT = 1 << 22
 def _cuts_safely(tok, allow_special: bool) -> bool:
     """Whether text cut at safe cuts encodes as the whole: a preset pattern, and no special token
     that a safe cut could fall inside (one holding a newline)."""
-    from .pretokenize import is_preset
+    from ..pretokenize import is_preset
 
     return is_preset(tok.pattern) and not (allow_special and any("\n" in t for t in tok.special_tokens))
 
 
 def _lines_in_parts(name: str, errors: str):
     """The lines of a text input read a part at a time (parts cut before a newline)."""
-    from .corpus import text_parts
+    from ..corpus import text_parts
 
     last = None  # a part's last line, complete only once the next part (or the end) comes
     for index, text in enumerate(text_parts(name, separators=["\n"], errors=errors)):
@@ -615,8 +615,8 @@ def _lines_in_parts(name: str, errors: str):
 def _encode_in_parts(tok, name: str, format: Format, allow_special: bool, errors: str, stdout) -> None:
     """The one line of ids of a text input too large to read whole, written a part at a time: parts
     are cut before a special token, or where a piece surely starts, so they encode as the whole."""
-    from .corpus import text_parts
-    from .pretokenize import SAFE_CUT
+    from ..corpus import text_parts
+    from ..pretokenize import SAFE_CUT
 
     separators = list(tok.special_tokens) if allow_special else []
     safe_cut = SAFE_CUT if _cuts_safely(tok, allow_special) else None
@@ -627,7 +627,7 @@ def _encode_in_parts(tok, name: str, format: Format, allow_special: bool, errors
 def _write_ids_line(tok, texts, format: Format, allow_special: bool, name: str, where: dict, stdout) -> None:
     """The line _render_ids makes of the ids of "".join(texts), written a text at a time (texts
     cut where they encode as the whole)."""
-    from .corpus import redact
+    from ..corpus import redact
 
     count, gap = 0, ""
     if format is Format.json:
@@ -645,9 +645,9 @@ def _write_ids_line(tok, texts, format: Format, allow_special: bool, name: str, 
 
 def _encode_to_shards(tok, inputs, out, shard_tokens, workers, scheduler, eot, bos, val_fraction, text_column, dtype,
                       errors, force, quiet, as_json, shard_format) -> None:
-    from .corpus import streams_spooled
-    from .pretokenize import document_separators
-    from .shards import resolve_eot, resolve_token, write_shards
+    from ..corpus import streams_spooled
+    from ..pretokenize import document_separators
+    from ..shards import resolve_eot, resolve_token, write_shards
 
     eot_id, bos_id = resolve_eot(tok, eot), resolve_token(tok, bos, "--bos")
     with streams_spooled(inputs, separators=document_separators(tok.special_tokens), errors=errors.value) as pairs:
@@ -684,11 +684,11 @@ def _render_ids(tok, ids: list[int], format: Format, name: str, line: int | None
     if format is Format.count:
         return str(len(ids))
     if format is Format.tokens:
-        from .files import token_to_str
+        from ..files import token_to_str
 
         return " ".join(token_to_str(tok.decoder[i]) if i not in tok.special_ids else tok.special_ids[i] for i in ids)
     if format is Format.json:
-        from .corpus import redact
+        from ..corpus import redact
 
         where = {"input": redact(name)} if line is None else {"input": redact(name), key: line}
         return json.dumps({**where, "ids": ids, "count": len(ids)})
@@ -704,11 +704,11 @@ def decode(
     special_ids: SpecialIdsOption = None,
 ) -> None:
     """Decode token ids back to text, written with nothing added."""
-    from .corpus import read_ids
+    from ..corpus import read_ids
 
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if input.endswith((".npy", ".bin")):
-        from .shards import read_shard
+        from ..shards import read_shard
 
         ids: Any = read_shard(input)
     else:
@@ -741,7 +741,7 @@ def inspect(
 ) -> None:
     """Show a tokenizer (beside others with --compare, on a --corpus), how a text splits into
     tokens, or a shard folder; --report draws the same figures in an HTML page."""
-    from .shards import JOURNAL, MANIFEST
+    from ..shards import JOURNAL, MANIFEST
 
     if target.is_dir() and ((target / MANIFEST).exists() or (target / JOURNAL).exists()):
         for given, option in ((text, "--text"), (compare, "--compare"), (corpus, "--corpus")):
@@ -757,15 +757,15 @@ def inspect(
     if text is not None:
         if report or compare or corpus:
             raise typer.BadParameter("--text shows one text; --report, --compare and --corpus describe the tokenizer")
-        from .corpus import read_text
+        from ..corpus import read_text
 
         return _inspect_text(tok, read_text("-") if text == "-" else text, as_json)
-    from .report import tokenizer_figures
+    from ..report import tokenizer_figures
 
     others = {str(path): _load_tokenizer(path, None, None) for path in dict.fromkeys(compare or []) if str(path) != str(target)}
     figures = tokenizer_figures(tok, name=str(target), corpora=corpus or [], compare=others)
     if report:
-        from .report import tokenizer_page, write_report
+        from ..report import tokenizer_page, write_report
 
         _wrote(write_report(report, tokenizer_page(figures, {str(target): tok, **others})))
     if as_json:
@@ -858,7 +858,7 @@ def _token(rendered: str) -> Any:
 
 
 def _render_tokenizer(info: dict) -> None:
-    from .report.svg import number, percent
+    from ..report.svg import number, percent
 
     console = _console()
     console.print(f"[bold]vocab size[/] {info['vocab_size']:,}  ({info['ordinary_tokens']:,} ordinary, "
@@ -873,7 +873,7 @@ def _render_tokenizer(info: dict) -> None:
     console.print(_bars("kinds of tokens (log scale)", [(k["kind"], k["tokens"], f"{k['tokens']:,} {percent(k['share']):>6}")
                                                         for k in info["kinds"]], log=True))
     console.print()
-    from .report.page import length_buckets
+    from ..report.page import length_buckets
 
     console.print(_bars("tokens by length in bytes", [(label, count, f"{int(count):,}") for label, count in length_buckets(info["byte_lengths"])]))
     console.print()
@@ -945,7 +945,7 @@ def _short_names(names: list[str]) -> list[str]:
 
 
 def _inspect_text(tok, text: str, as_json: bool) -> None:
-    from .tokenizer import render_token
+    from ..tokenizer import render_token
 
     ids = tok.encode(text, allowed_special="all")
     tokens = [tok.special_ids[i] if i in tok.special_ids else render_token(tok.decoder[i]) for i in ids]
@@ -967,8 +967,8 @@ def _inspect_text(tok, text: str, as_json: bool) -> None:
 
 
 def _inspect_shards(folder: Path, tok, verify: bool, as_json: bool, report: Path | None) -> None:
-    from .report import shard_figures
-    from .shards import verify as verify_shards
+    from ..report import shard_figures
+    from ..shards import verify as verify_shards
 
     if verify:  # first: a changed shard is named as such before its ids are read
         problems = verify_shards(folder)
@@ -978,7 +978,7 @@ def _inspect_shards(folder: Path, tok, verify: bool, as_json: bool, report: Path
     if verify:
         info["verified"] = True
     if report:
-        from .report import shards_page, write_report
+        from ..report import shards_page, write_report
 
         _wrote(write_report(report, shards_page(info, tok)))
     if as_json:
@@ -989,8 +989,8 @@ def _inspect_shards(folder: Path, tok, verify: bool, as_json: bool, report: Path
 
 
 def _render_shards(info: dict, with_tokenizer: bool, verify: bool) -> None:
-    from .report.svg import number, percent
-    from .shards import UNBOUNDED
+    from ..report.svg import number, percent
+    from ..shards import UNBOUNDED
 
     console = _console()
     console.print(f"[bold]{info['total_tokens']:,}[/] tokens, [bold]{info['total_documents']:,}[/] documents, "
@@ -1060,8 +1060,8 @@ def bench(
     special_ids: SpecialIdsOption = None,
 ) -> None:
     """Time encoding and decoding of a corpus, beside a peer tokenizer with the same ranks."""
-    from .bench import bench as run_bench
-    from .executor import keep_freed_memory
+    from ..bench import bench as run_bench
+    from ..executor import keep_freed_memory
 
     keep_freed_memory()  # as encode does
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
