@@ -529,7 +529,7 @@ def test_a_signal_ends_a_run_held_in_c_code(gpt2_vocab, tmp_path, sig, status, m
     import sys
     import time
 
-    from bpecli.cli.app import TERMINATE_GRACE
+    from bpecli.cli.signals import TERMINATE_GRACE
 
     fifo = tmp_path / "never.txt.gz"
     os.mkfifo(fifo)
@@ -829,10 +829,10 @@ def test_a_tight_memory_limit_is_one_line_never_a_traceback(small_corpora, gpt2_
 
 def test_out_of_memory_without_a_limit_names_workers_only_where_they_run(gpt2_vocab, tmp_path, monkeypatch):
     from bpecli import trainer
-    from bpecli.cli.app import _memory_limit
+    from bpecli.cli.memory import memory_limit
     from bpecli.tokenizer import Tokenizer
 
-    if _memory_limit() is not None:
+    if memory_limit() is not None:
         pytest.skip("this process runs under a memory limit")
 
     def no_memory(*args, **kwargs):
