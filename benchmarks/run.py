@@ -1,26 +1,26 @@
 """Benchmarks next to a peer in the same run; not collected by pytest (run them by hand).
 
-    python tests/benchmarks.py train  [--repeat 3] [--corpus FILE]   # vs Hugging Face BpeTrainer and rustbpe
-    python tests/benchmarks.py encode [--repeat 3] [--corpus FILE]   # vs tiktoken, same GPT-2 ranks
-    python tests/benchmarks.py shards [--repeat 3] [--corpus FILE]   # 2 workers vs tiktoken, 2 threads, and 1 worker
-    python tests/benchmarks.py shards-cl100k [--repeat 3]            # the same with cl100k_base's ranks
-    python tests/benchmarks.py count  [--repeat 3] [--corpus FILE]   # pre-token counting, 2 workers vs 1
-    python tests/benchmarks.py startup [--repeat 5]                  # `echo ... | bpecli encode` wall time
-    python tests/benchmarks.py pathological [--repeat 3]             # 'a' * 20 MB and 20 MB without spaces, vs tiktoken
-    python tests/benchmarks.py dask [--repeat 3] [--corpus FILE]     # counting and shards: a 2-worker LocalCluster vs the local pool
-    python tests/benchmarks.py memory [--repeat 1] [--corpus FILE|120mb|largest] [--vocab 32000] [--peers rustbpe,...]
+    python benchmarks/run.py train  [--repeat 3] [--corpus FILE]     # vs Hugging Face BpeTrainer and rustbpe
+    python benchmarks/run.py encode [--repeat 3] [--corpus FILE]     # vs tiktoken, same GPT-2 ranks
+    python benchmarks/run.py shards [--repeat 3] [--corpus FILE]     # 2 workers vs tiktoken, 2 threads, and 1 worker
+    python benchmarks/run.py shards-cl100k [--repeat 3]              # the same with cl100k_base's ranks
+    python benchmarks/run.py count  [--repeat 3] [--corpus FILE]     # pre-token counting, 2 workers vs 1
+    python benchmarks/run.py startup [--repeat 5]                    # `echo ... | bpecli encode` wall time
+    python benchmarks/run.py pathological [--repeat 3]               # 'a' * 20 MB and 20 MB without spaces, vs tiktoken
+    python benchmarks/run.py dask [--repeat 3] [--corpus FILE]       # counting and shards: a 2-worker LocalCluster vs the local pool
+    python benchmarks/run.py memory [--repeat 1] [--corpus FILE|120mb|largest] [--vocab 32000] [--peers rustbpe,...]
                                                                      # training time and peak memory vs rustbpe,
                                                                      # gigatoken, hf-tokenizers
-    python tests/benchmarks.py train-sizes [--repeat 3] [--vocabs 50000,100000,200000] [--peers rustbpe,gigatoken]
+    python benchmarks/run.py train-sizes [--repeat 3] [--vocabs 50000,100000,200000] [--peers rustbpe,gigatoken]
                                                                      # training at large vocabularies
-    python tests/benchmarks.py gigatoken [--repeat 3] [--vocab 10000]   # train and encode --out vs gigatoken
-    python tests/benchmarks.py report [--repeat 3] [--tokens 1000000000]  # `bpecli inspect DIR --report` on a folder
+    python benchmarks/run.py gigatoken [--repeat 3] [--vocab 10000]     # train and encode --out vs gigatoken
+    python benchmarks/run.py report [--repeat 3] [--tokens 1000000000]    # `bpecli inspect DIR --report` on a folder
                                                                      # of synthetic ids (GPT-2's vocabulary)
-    python tests/benchmarks.py corpora                               # build real-500mb and real-1500mb (see real_corpus)
-    python tests/benchmarks.py memory --corpus real-500mb --peers gigatoken   # training at scale (also real-1500mb)
-    python tests/benchmarks.py encode-peers [--repeat 5]             # encode --out vs gigatoken (GPT-2, cl100k_base)
+    python benchmarks/run.py corpora                                 # build real-500mb and real-1500mb (see real_corpus)
+    python benchmarks/run.py memory --corpus real-500mb --peers gigatoken     # training at scale (also real-1500mb)
+    python benchmarks/run.py encode-peers [--repeat 5]               # encode --out vs gigatoken (GPT-2, cl100k_base)
                                                                      # and quicktok (cl100k_base), whole processes
-    python tests/benchmarks.py hashes [--corpus real-500mb,...]      # the merge lists' hashes, against the known ones:
+    python benchmarks/run.py hashes [--corpus real-500mb,...]        # the merge lists' hashes, against the known ones:
                                                                      # sha256(repr(merges))[:8] of kernel docs at vocab
                                                                      # 10,000 05becf1f and 200,000 7f6faafc, "largest"
                                                                      # at 32,000 63746aac (on the machine that built it)
@@ -351,7 +351,7 @@ def real_corpus(name: str) -> str:
     REAL_ROOTS, man pages and /usr/share/doc's compressed files unpacked; each file one document,
     documents separated by SPECIAL) in a fixed shuffled order, until REAL_SIZES[name] bytes:
     source code and prose, not repetitions of one file. Built once into $BPECLI_CORPORA (default:
-    the system's temporary folder); `python tests/benchmarks.py corpora` builds both."""
+    the system's temporary folder); `python benchmarks/run.py corpora` builds both."""
     folder = Path(os.environ.get("BPECLI_CORPORA", Path(tempfile.gettempdir()) / "bpecli-bench"))
     target = folder / f"{name}.txt"
     if target.exists():
