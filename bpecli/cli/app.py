@@ -11,6 +11,7 @@ import typer
 from typer.core import TyperCommand
 from typer.main import get_command_name
 
+from .. import __version__
 from ..errors import BpecliError
 from . import commands
 from .memory import MAPPING_FAILED, as_own_process, load_numpy_within_limit, out_of_memory, ran_out_of_memory
@@ -83,8 +84,6 @@ def _app_for(args: list[str]) -> typer.Typer:
 
 def _print_version(asked: bool) -> None:
     if asked:
-        from .. import __version__
-
         typer.echo(f"bpecli {__version__}")
         raise typer.Exit()
 

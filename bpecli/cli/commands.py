@@ -9,6 +9,9 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..errors import BpecliError
+from ..executor import keep_freed_memory
+from ..files import check_writable, load
+from ..pretokenize import document_separators
 from . import render
 from .ids import write_ids
 from .options import (
@@ -17,8 +20,9 @@ from .options import (
 )
 from .streams import binary_stdout
 
-# Library modules are imported inside functions here: --help, --version and shell completion
-# load none of them, and each command only what it uses.
+# corpus, trainer, shards, report and bench are imported inside functions: --help, --version and
+# shell completion load none of them, and each command only those it uses (numpy comes with the
+# last four). The rest of the library is loaded with the package.
 
 
 def train(
@@ -40,7 +44,6 @@ def train(
     """Train a byte-level BPE tokenizer and write vocab.json, merges.txt, tokenizer.json,
     tokenizer.tiktoken and bpecli.json into --out."""
     from ..corpus import check_apart, streams_spooled
-    from ..files import check_writable
     from ..trainer import train as train_tokenizer
 
     check_apart(out, inputs)
@@ -89,8 +92,6 @@ def encode(
     """Encode text to token ids, printed on one line per text input (or per line with --lines) and
     per JSONL line or Parquet row;
     with --out, encode a corpus into .npy shards (one document after another, each followed by --eot)."""
-    from ..executor import keep_freed_memory
-
     keep_freed_memory()  # the command owns its process, as the workers own theirs
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if out is None:
@@ -99,7 +100,6 @@ def encode(
         stdout.flush()
         return
     from ..corpus import streams_spooled
-    from ..pretokenize import document_separators
     from ..shards import resolve_eot, resolve_token, write_shards
 
     eot_id, bos_id = resolve_eot(tok, eot), resolve_token(tok, bos, "--bos")
@@ -217,7 +217,6 @@ def bench(
 ) -> None:
     """Time encoding and decoding of a corpus, beside a peer tokenizer with the same ranks."""
     from ..bench import bench as run_bench
-    from ..executor import keep_freed_memory
 
     keep_freed_memory()  # as encode does
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
@@ -230,7 +229,6 @@ def bench(
 def _load_tokenizer(path: Path, pattern: str | None, special_ids: list[str] | None):
     """The tokenizer at path, with --pattern and the special tokens of --special-ids TOKEN=ID."""
     from ..corpus import parse_id, shown
-    from ..files import load
 
     specials = None
     if special_ids:

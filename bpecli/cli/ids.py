@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..pretokenize import SAFE_CUT, is_preset, safe_blocks
 from .options import Format
 from .render import ids_line
 
-# Library modules are imported inside functions here: --help, --version and shell completion
-# load none of them.
+# corpus is imported inside functions: --help, --version and shell completion do not load it.
 
 # A text or record longer than this is encoded and written a block at a time (a list of Python
 # ints takes 36 bytes an id: a 20 MB record held 660 MB).
@@ -21,7 +21,6 @@ def write_ids(tok, inputs: list[str], format: Format, lines: bool, allow_special
               stdout) -> None:
     """A line of ids for each text input (each of its lines with lines), JSONL line or Parquet row."""
     from ..corpus import ERRORS_HINT, input_kind, read_records, read_text, reads_whole
-    from ..pretokenize import safe_blocks
 
     for name in inputs:
         key: str | None
@@ -53,8 +52,6 @@ def write_ids(tok, inputs: list[str], format: Format, lines: bool, allow_special
 def _cuts_safely(tok, allow_special: bool) -> bool:
     """Whether text cut at safe cuts encodes as the whole: a preset pattern, and no special token
     that a safe cut could fall inside (one holding a newline)."""
-    from ..pretokenize import is_preset
-
     return is_preset(tok.pattern) and not (allow_special and any("\n" in t for t in tok.special_tokens))
 
 
@@ -78,7 +75,6 @@ def _encode_in_parts(tok, name: str, format: Format, allow_special: bool, errors
     """The one line of ids of a text input too large to read whole, written a part at a time: parts
     are cut before a special token, or where a piece surely starts, so they encode as the whole."""
     from ..corpus import text_parts
-    from ..pretokenize import SAFE_CUT
 
     separators = list(tok.special_tokens) if allow_special else []
     safe_cut = SAFE_CUT if _cuts_safely(tok, allow_special) else None

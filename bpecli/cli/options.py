@@ -12,8 +12,7 @@ import typer
 
 from ..executor import available_cpus
 
-# Library modules are imported inside functions here: --help, --version and shell completion
-# load none of them.
+# corpus is imported inside functions: --help, --version and shell completion do not load it.
 
 
 class Errors(str, Enum):

@@ -5,17 +5,22 @@ and bench views."""
 from __future__ import annotations
 
 import json
+import math
+import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from ..files import token_to_str
+from ..tokenizer import describe, render_token
 from .options import Format
 from .streams import Named, binary_stdout
 
-# rich, tqdm and the library's modules are imported inside functions here: a one-line
-# `bpecli encode` loads none of rich and tqdm, and --help none of the library.
+# rich, tqdm, corpus, report and shards are imported inside functions: a one-line `bpecli encode`
+# loads none of them but corpus, and --help, --version and shell completion none at all.
 
 
 def progress(quiet: bool):
@@ -40,8 +45,6 @@ class PlainProgress:
     EVERY = 5.0
 
     def __init__(self, description: str, total: int, unit: str):
-        import time
-
         self.description, self.total, self.unit, self.done, self.extra = description, total, unit, 0, ""
         self.clock = time.monotonic
         self.started = self.said = self.clock()
@@ -82,8 +85,6 @@ def ids_line(tok, ids: list[int], format: Format, name: str, line: int | None, k
     if format is Format.count:
         return str(len(ids))
     if format is Format.tokens:
-        from ..files import token_to_str
-
         return " ".join(token_to_str(tok.decoder[i]) if i not in tok.special_ids else tok.special_ids[i] for i in ids)
     if format is Format.json:
         from ..corpus import redact
@@ -113,8 +114,6 @@ def train_summary(tokenizer, out: Path, vocab_size: int, min_frequency: int, qui
         typer.echo(f"bpecli: note: stopped after {len(tokenizer.merges):,} merges: {why}; "
                    f"the vocabulary has {tokenizer.vocab_size:,} tokens, not {vocab_size:,}", err=True)
     if as_json:
-        from ..tokenizer import describe
-
         info = describe(tokenizer)
         print_json({"out": str(out), "vocab_size": tokenizer.vocab_size, "vocab_size_asked": vocab_size,
                     "merges": len(tokenizer.merges), "special_tokens": info["special_tokens"], "pattern": info["pattern"],
@@ -184,8 +183,6 @@ _EIGHTHS = " ▏▎▍▌▋▊▉"
 
 def _bar(value: float, top: float, width: int, log: bool = False) -> str:
     """A bar of block characters, in eighths of a column: value's share of top (log10 scale if log)."""
-    import math
-
     if log:
         value, top = math.log10(max(value, 1)) + (value > 0), math.log10(max(top, 1)) + 1
     eighths = round(8 * width * value / top) if top > 0 else 0
@@ -214,8 +211,6 @@ _MARKERS = r"(\u2423+|(?:\\(?:[ntr]|x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}))+)"
 
 def token(rendered: str) -> Any:
     """A rendered token (tokenizer.render_token) for the terminal, its markers dimmed."""
-    import re
-
     from rich.text import Text
 
     text = Text()
@@ -247,8 +242,6 @@ def joined(tokens: list[str]):
 def text_view(tok, ids: list[int], as_json: bool) -> None:
     """How a text split into tokens: coloured tokens and ids on a terminal, a token a line in a
     pipe, or JSON."""
-    from ..tokenizer import render_token
-
     tokens = [tok.special_ids[i] if i in tok.special_ids else render_token(tok.decoder[i]) for i in ids]
     if as_json:
         return print_json({"count": len(ids), "ids": ids, "tokens": tokens})

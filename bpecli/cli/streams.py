@@ -10,8 +10,7 @@ import typer
 
 from ..errors import BpecliError
 
-# Library modules are imported inside functions here: --help, --version and shell completion
-# load none of them.
+# corpus is imported inside a function: --help, --version and shell completion do not load it.
 
 STDOUT = "standard output"
 
