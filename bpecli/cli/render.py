@@ -95,6 +95,7 @@ def ids_line(tok, ids: list[int], format: Format, name: str, line: int | None, k
 
 
 def print_json(document) -> None:
+    """document as indented JSON on stdout, non-ASCII text as it is."""
     stdout = binary_stdout()
     # a file name that is not UTF-8 (its bytes kept as lone surrogates) is written as JSON's \udcff
     # escape, which json.loads and os.fsencode turn back into the very name
@@ -103,6 +104,7 @@ def print_json(document) -> None:
 
 
 def wrote(path: Path) -> None:
+    """The line that says a report was written, and its size."""
     typer.echo(f"wrote {path} ({path.stat().st_size / 1e3:,.0f} kB)", err=True)
 
 
@@ -221,6 +223,7 @@ def token(rendered: str) -> Any:
 
 
 def titled(title: str, line):
+    """A rich line that starts with a bold title."""
     from rich.text import Text
 
     out = Text(title, style="bold")
@@ -229,6 +232,7 @@ def titled(title: str, line):
 
 
 def joined(tokens: list[str]):
+    """Rendered tokens side by side, a dim bar between two."""
     from rich.text import Text
 
     out = Text()
