@@ -1,4 +1,5 @@
-"""Shared fixtures: the reference files in ../shared/fixtures (skipped, with the reason, when absent)."""
+"""Shared fixtures: the reference files in ../shared/fixtures (skipped, with the reason, when absent);
+and every test under tests/system/ marked `system`."""
 
 import json
 from pathlib import Path
@@ -7,7 +8,17 @@ import pytest
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "cs336"
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "kernel-docs.txt.gz"
+SYSTEM = Path(__file__).resolve().parent / "system"
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items) -> None:
+    """Tests under tests/system/ (bpecli as processes, signals, Dask, S3, the browser) are marked
+    `system`, so that `pytest -m "not system"` leaves them out without a marker in each file."""
+    for item in items:
+        if SYSTEM in Path(item.path).resolve().parents:
+            item.add_marker(pytest.mark.system)
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,7 @@ def test_every_command_has_help(command):
 def test_a_command_run_alone_parses_as_in_the_whole_app(command, gpt2_vocab):
     """The command line builds only the command it runs (cli._app_for): the same help, the same
     errors for a bad option, and the whole app for anything else."""
-    from bpecli.cli import _app_for
+    from bpecli.cli.app import _app_for
 
     alone = _app_for([command, "--help"])
     assert alone is not app and [c.callback for c in alone.registered_commands] == [
@@ -529,7 +529,7 @@ def test_a_signal_ends_a_run_held_in_c_code(gpt2_vocab, tmp_path, sig, status, m
     import sys
     import time
 
-    from bpecli.cli import TERMINATE_GRACE
+    from bpecli.cli.signals import TERMINATE_GRACE
 
     fifo = tmp_path / "never.txt.gz"
     os.mkfifo(fifo)
@@ -828,11 +828,11 @@ def test_a_tight_memory_limit_is_one_line_never_a_traceback(small_corpora, gpt2_
 
 
 def test_out_of_memory_without_a_limit_names_workers_only_where_they_run(gpt2_vocab, tmp_path, monkeypatch):
-    from bpecli import cli
+    from bpecli.cli.memory import memory_limit
     from bpecli.tokenizer import Tokenizer
     from bpecli.training import pipeline
 
-    if cli._memory_limit() is not None:
+    if memory_limit() is not None:
         pytest.skip("this process runs under a memory limit")
 
     def no_memory(*args, **kwargs):

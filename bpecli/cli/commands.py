@@ -1,0 +1,245 @@
+"""The five commands: each parses its options, calls the library, and hands the result to render.
+A function's docstring is its --help."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ..errors import BpecliError
+from ..parallel.local import keep_freed_memory
+from ..formats import check_writable
+from ..tokenizer import load
+from ..pretokenize import document_separators
+from . import render
+from .ids import write_ids
+from .options import (
+    Dtype, Errors, Format, JsonOption, PatternOption, Peer, SchedulerOption, ShardFormat, Special, SpecialIdsOption,
+    TokenizerOption, cpus, fraction, whole_option,
+)
+from .streams import binary_stdout
+
+# corpus, trainer, shards, report and bench are imported inside functions: --help, --version and
+# shell completion load none of them, and each command only those it uses (numpy comes with the
+# last four). The rest of the library is loaded with the package.
+
+
+def train(
+    inputs: Annotated[list[str], typer.Argument(help="Text (.txt), .jsonl, .parquet, .gz/.zst/.bz2 files; - reads stdin.", metavar="INPUT...")],
+    vocab_size: Annotated[int, whole_option(256, help="Bytes + merges + special tokens.")],
+    out: Annotated[Path, typer.Option(help="Folder to write the tokenizer files into.")],
+    special: Annotated[list[str], typer.Option(help="A special token, repeatable; it separates documents.")] = [],
+    pattern: Annotated[str, typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex.")] = "gpt2",
+    workers: Annotated[int, whole_option(1, help="Processes that count pre-tokens (at most the CPUs this process may use).")] = cpus(),
+    scheduler: SchedulerOption = None,
+    normalize: Annotated[list[str], typer.Option(help="Normalize text first: nfc, nfd, nfkc, nfkd, lowercase (repeatable or comma-separated; in order). Encode applies it too.")] = [],
+    min_frequency: Annotated[int, whole_option(0, help="Stop when the best pair is rarer than this.")] = 0,
+    text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
+    errors: Annotated[Errors, typer.Option(help="Invalid UTF-8: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --out folder.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress (bars on a terminal, lines in a log).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="A summary on stdout as JSON.")] = False,
+) -> None:
+    """Train a byte-level BPE tokenizer and write vocab.json, merges.txt, tokenizer.json,
+    tokenizer.tiktoken and bpecli.json into --out."""
+    from ..inputs.sources import check_apart, streams_spooled
+    from ..training import train as train_tokenizer
+
+    check_apart(out, inputs)
+    check_writable(out, force=force)  # before the long count, not after it
+    with streams_spooled(inputs, separators=special, errors=errors.value) as pairs:
+        tokenizer = train_tokenizer(
+            pairs,
+            text_column=text_column,
+            vocab_size=vocab_size,
+            special_tokens=special,
+            pattern=pattern,
+            workers=workers,
+            scheduler=scheduler,
+            normalize=normalize,
+            min_frequency=min_frequency,
+            errors=errors.value,
+            progress=render.progress(quiet),
+        )
+    tokenizer.save(out, force=force)
+    render.train_summary(tokenizer, out, vocab_size, min_frequency, quiet, as_json)
+
+
+def encode(
+    tokenizer: TokenizerOption,
+    inputs: Annotated[Optional[list[str]], typer.Argument(help="Text (.txt), .jsonl, .parquet, .gz/.zst/.bz2 files; - or nothing reads stdin. Without --out: a line of ids per text file, or per JSONL line or Parquet row.", metavar="[INPUT...]")] = None,
+    format: Annotated[Format, typer.Option("--format", "-f", help="ids, tokens, json or count.")] = Format.ids,
+    lines: Annotated[bool, typer.Option("--lines", help="Encode each line of a text input on its own, one output line each (JSONL and Parquet give a line per record anyway).")] = False,
+    special: Annotated[Special, typer.Option(help="all: special tokens in the text become their ids; none: plain text.")] = Special.all,
+    out: Annotated[Optional[Path], typer.Option(help="Write token shards and manifest.json into this folder.")] = None,
+    shard_tokens: Annotated[int, whole_option(1, help="Tokens per shard (the last one holds the rest).")] = 100_000_000,
+    workers: Annotated[int, whole_option(1, help="Processes that encode, with --out (at most the CPUs this process may use).")] = cpus(),
+    scheduler: SchedulerOption = None,
+    eot: Annotated[Optional[str], typer.Option(help="Token written after every document: a special token, an id, or none. [default: <|endoftext|> if the tokenizer has it]")] = None,
+    text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
+    dtype: Annotated[Dtype, typer.Option(help="Shard dtype: auto is uint16 when every id fits, else uint32.")] = Dtype.auto,
+    shard_format: Annotated[ShardFormat, typer.Option(help="npy: .npy files; llmc: llm.c's .bin (256 int32 header: magic, version, token count); nanogpt: one raw train.bin (and val.bin).")] = ShardFormat.npy,
+    bos: Annotated[Optional[str], typer.Option(help="Token written before every document: a special token or an id. [default: none]")] = None,
+    val_fraction: Annotated[Optional[float], typer.Option(parser=fraction, help="Put about this fraction of the documents (chosen by a hash of each one's text) into val_* shards, the rest into train_*.")] = None,
+    errors: Annotated[Errors, typer.Option(help="Invalid UTF-8 input: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild --out even if it holds a finished or other run.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="With --out: the summary on stdout as JSON.")] = False,
+    pattern: PatternOption = None,
+    special_ids: SpecialIdsOption = None,
+) -> None:
+    """Encode text to token ids, printed on one line per text input (or per line with --lines) and
+    per JSONL line or Parquet row;
+    with --out, encode a corpus into .npy shards (one document after another, each followed by --eot)."""
+    keep_freed_memory()  # the command owns its process, as the workers own theirs
+    tok = _load_tokenizer(tokenizer, pattern, special_ids)
+    if out is None:
+        stdout = binary_stdout()
+        write_ids(tok, inputs or ["-"], format, lines, special is Special.all, text_column, errors.value, stdout)
+        stdout.flush()
+        return
+    from ..inputs.sources import streams_spooled
+    from ..shards.run import resolve_eot, resolve_token
+    from ..shards import write_shards
+
+    eot_id, bos_id = resolve_eot(tok, eot), resolve_token(tok, bos, "bos")
+    with streams_spooled(inputs or ["-"], separators=document_separators(tok.special_tokens), errors=errors.value) as pairs:
+        run = write_shards(
+            tok, pairs, out, shard_tokens=shard_tokens, workers=workers, scheduler=scheduler, eot=eot_id, text_column=text_column,
+            dtype=dtype.value, errors=errors.value, force=force, shard_format=shard_format.value, bos=bos_id,
+            val_fraction=val_fraction, progress=render.progress(quiet),
+        )
+    render.shards_summary(run, out, quiet, as_json)
+
+
+def decode(
+    tokenizer: TokenizerOption,
+    input: Annotated[str, typer.Argument(help="Whitespace-separated ids, or a shard (.npy or llm.c .bin); - reads stdin.")] = "-",
+    errors: Annotated[Errors, typer.Option(help="Ids that make invalid UTF-8: U+FFFD (replace) or an error (strict).")] = Errors.replace,
+    pattern: PatternOption = None,
+    special_ids: SpecialIdsOption = None,
+) -> None:
+    """Decode token ids back to text, written with nothing added."""
+    from ..inputs.documents import read_ids
+
+    tok = _load_tokenizer(tokenizer, pattern, special_ids)
+    if input.endswith((".npy", ".bin")):
+        from ..shards import read_shard
+
+        ids: Any = read_shard(input)
+    else:
+        ids = read_ids(input)
+    text = tok.decode(ids, errors=errors.value)
+    stdout = binary_stdout()
+    stdout.write(text.encode("utf-8", errors="surrogateescape"))
+    stdout.flush()
+
+
+def inspect(
+    target: Annotated[Path, typer.Argument(help="A tokenizer (any format encode takes) or a shard folder.")],
+    text: Annotated[Optional[str], typer.Option(help="Show how this text splits; - reads stdin.")] = None,
+    verify: Annotated[bool, typer.Option("--verify", help="Shard folder: re-hash every shard against the manifest.")] = False,
+    compare: Annotated[Optional[list[Path]], typer.Option(help="Another tokenizer to set beside this one (repeatable); on --corpus too.")] = None,
+    corpus: Annotated[Optional[list[str]], typer.Option(help="Text, .jsonl or .parquet to measure bytes per token on (repeatable; large ones are sampled).")] = None,
+    report: Annotated[Optional[Path], typer.Option(help="Write the figures as one self-contained HTML page to this file.")] = None,
+    shard_tokenizer: Annotated[Optional[Path], typer.Option("--tokenizer", "-t", help="Shard folder: the tokenizer it was encoded with, to show tokens, not ids, and bytes per token.")] = None,
+    as_json: JsonOption = False,
+    pattern: PatternOption = None,
+    special_ids: SpecialIdsOption = None,
+) -> None:
+    """Show a tokenizer (beside others with --compare, on a --corpus), how a text splits into
+    tokens, or a shard folder; --report draws the same figures in an HTML page."""
+    from ..shards.layout import JOURNAL, MANIFEST
+
+    if target.is_dir() and ((target / MANIFEST).exists() or (target / JOURNAL).exists()):
+        for given, option in ((text, "--text"), (compare, "--compare"), (corpus, "--corpus")):
+            if given:
+                raise typer.BadParameter(f"{option} is for a tokenizer; {target} is a shard folder")
+        tok = _load_tokenizer(shard_tokenizer, pattern, special_ids) if shard_tokenizer else None
+        return _inspect_shards(target, tok, verify, as_json, report)
+    if shard_tokenizer:
+        raise typer.BadParameter(f"--tokenizer is for a shard folder; {target} is the tokenizer itself")
+    if verify:
+        raise typer.BadParameter(f"--verify is for a shard folder; {target} is not one")
+    tok = _load_tokenizer(target, pattern, special_ids)
+    if text is not None:
+        if report or compare or corpus:
+            raise typer.BadParameter("--text shows one text; --report, --compare and --corpus describe the tokenizer")
+        from ..inputs.documents import read_text
+
+        ids = tok.encode(read_text("-") if text == "-" else text, allowed_special="all")
+        return render.text_view(tok, ids, as_json)
+    from ..report import tokenizer_figures
+
+    others = {str(path): _load_tokenizer(path, None, None) for path in dict.fromkeys(compare or []) if str(path) != str(target)}
+    figures = tokenizer_figures(tok, name=str(target), corpora=corpus or [], compare=others)
+    if report:
+        from ..report import tokenizer_page, write_report
+
+        render.wrote(write_report(report, tokenizer_page(figures, {str(target): tok, **others})))
+    if as_json:
+        return render.print_json(figures)
+    if not report:
+        render.tokenizer_view(figures)
+
+
+def _inspect_shards(folder: Path, tok, verify: bool, as_json: bool, report: Path | None) -> None:
+    from ..report import shard_figures
+    from ..shards import verify as verify_shards
+
+    if verify:  # first: a changed shard is named as such before its ids are read
+        problems = verify_shards(folder)
+        if problems:
+            raise BpecliError(f"{folder}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    info = shard_figures(folder, tokenizer=tok, workers=cpus())
+    if verify:
+        info["verified"] = True
+    if report:
+        from ..report import shards_page, write_report
+
+        render.wrote(write_report(report, shards_page(info, tok)))
+    if as_json:
+        return render.print_json(info)
+    if report:
+        return
+    render.shards_view(info, tok is not None, verify)
+
+
+def bench(
+    tokenizer: TokenizerOption,
+    corpus: Annotated[str, typer.Argument(help="A UTF-8 text file (documents split at special tokens), or .jsonl / .parquet (a document per record).")],
+    against: Annotated[Optional[Peer], typer.Option(help="A peer built from the same ranks, timed in the same run.")] = None,
+    workers: Annotated[int, whole_option(1, help="Processes for bpecli, threads for the peer.")] = 1,
+    repeat: Annotated[int, whole_option(1, help="Runs of each; the median counts.")] = 3,
+    as_json: JsonOption = False,
+    pattern: PatternOption = None,
+    special_ids: SpecialIdsOption = None,
+) -> None:
+    """Time encoding and decoding of a corpus, beside a peer tokenizer with the same ranks."""
+    from ..bench import bench as run_bench
+
+    keep_freed_memory()  # as encode does
+    tok = _load_tokenizer(tokenizer, pattern, special_ids)
+    report = run_bench(tok, corpus, against=against.value if against else None, workers=workers, repeat=repeat)
+    if as_json:
+        return render.print_json(report)
+    render.bench_view(report, workers, repeat, against is not None)
+
+
+def _load_tokenizer(path: Path, pattern: str | None, special_ids: list[str] | None):
+    """The tokenizer at path, with --pattern and the special tokens of --special-ids TOKEN=ID."""
+    from ..inputs.documents import parse_id, shown
+
+    specials = None
+    if special_ids:
+        specials = {}
+        for item in special_ids:
+            token, _, number = item.rpartition("=")
+            rank = parse_id(number)
+            if not token or rank is None:
+                raise BpecliError(f"--special-ids {shown(item, 60)}: expected TOKEN=ID with ID in ASCII digits, "
+                                  "e.g. '<|endoftext|>=100257'")
+            specials[token] = rank
+    return load(path, pattern=pattern, special_tokens=specials)

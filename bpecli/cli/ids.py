@@ -1,0 +1,104 @@
+"""The lines of ids plain `bpecli encode` writes: one per text input, per line with --lines, or per
+JSONL line or Parquet row; a long text or record is read, encoded and written a block at a time."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..pretokenize import SAFE_CUT, is_preset, safe_blocks
+from .options import Format
+from .render import ids_line
+
+# corpus is imported inside functions: --help, --version and shell completion do not load it.
+
+# A text or record longer than this is encoded and written a block at a time (a list of Python
+# ints takes 36 bytes an id: a 20 MB record held 660 MB).
+_LONG_UNIT = 1 << 22
+
+
+def write_ids(tok, inputs: list[str], format: Format, lines: bool, allow_special: bool, text_column: str, errors: str,
+              stdout) -> None:
+    """A line of ids for each text input (each of its lines with lines), JSONL line or Parquet row."""
+    from ..inputs.utf8 import ERRORS_HINT
+    from ..inputs.sources import input_kind
+    from ..inputs.documents import read_records, read_text
+    from ..inputs.parts import reads_whole
+
+    for name in inputs:
+        key: str | None
+        if name != "-" and input_kind(name)[0] != "text":
+            # JSONL and Parquet: the documents train and encode --out read, one line of ids for each
+            # record (as tiktoken's encode_batch gives a list each), never the JSON syntax as text
+            numbered: Any = read_records(name, text_column=text_column, errors=errors)
+            key = "row" if input_kind(name)[0] == "parquet" else "line"
+        elif reads_whole(name):
+            text = read_text(name, errors=errors, hint=ERRORS_HINT)
+            units = text.split("\n") if lines else [text]
+            if lines and text.endswith("\n"):
+                units.pop()
+            numbered, key = enumerate(units, 1), "line" if lines else None
+        elif lines:  # a large file (or a compressed one, or a URI) a part at a time
+            numbered, key = enumerate(_lines_in_parts(name, errors), 1), "line"
+        else:
+            _encode_in_parts(tok, name, format, allow_special, errors, stdout)
+            continue
+        for number, unit in numbered:
+            if len(unit) > _LONG_UNIT and _cuts_safely(tok, allow_special):  # written a block at a time
+                where = {key: number} if key else {}
+                _write_ids_line(tok, safe_blocks(unit, _LONG_UNIT), format, allow_special, name, where, stdout)
+                continue
+            ids = tok.encode(unit, allowed_special="all") if allow_special else tok.encode_ordinary(unit)
+            stdout.write((ids_line(tok, ids, format, name, number if key else None, key or "line") + "\n").encode())
+
+
+def _cuts_safely(tok, allow_special: bool) -> bool:
+    """Whether text cut at safe cuts encodes as the whole: a preset pattern, and no special token
+    that a safe cut could fall inside (one holding a newline)."""
+    return is_preset(tok.pattern) and not (allow_special and any("\n" in t for t in tok.special_tokens))
+
+
+def _lines_in_parts(name: str, errors: str):
+    """The lines of a text input read a part at a time (parts cut before a newline)."""
+    from ..inputs.documents import text_parts
+
+    last = None  # a part's last line, complete only once the next part (or the end) comes
+    for index, text in enumerate(text_parts(name, separators=["\n"], errors=errors)):
+        found = text.split("\n")
+        if index:  # a part after the first starts with the newline that ended the last line
+            yield last
+            found = found[1:]
+        yield from found[:-1]
+        last = found[-1] if found else ""
+    if last:  # (a text that ends in a newline ends in no line)
+        yield last
+
+
+def _encode_in_parts(tok, name: str, format: Format, allow_special: bool, errors: str, stdout) -> None:
+    """The one line of ids of a text input too large to read whole, written a part at a time: parts
+    are cut before a special token, or where a piece surely starts, so they encode as the whole."""
+    from ..inputs.documents import text_parts
+
+    separators = list(tok.special_tokens) if allow_special else []
+    safe_cut = SAFE_CUT if _cuts_safely(tok, allow_special) else None
+    texts = text_parts(name, separators=separators, safe_cut=safe_cut, errors=errors)
+    _write_ids_line(tok, texts, format, allow_special, name, {}, stdout)
+
+
+def _write_ids_line(tok, texts, format: Format, allow_special: bool, name: str, where: dict, stdout) -> None:
+    """The line ids_line makes of the ids of "".join(texts), written a text at a time (texts cut
+    where they encode as the whole)."""
+    from ..inputs.sources import redact
+
+    count, gap = 0, ""
+    if format is Format.json:
+        stdout.write((json.dumps({"input": redact(name), **where})[:-1] + ', "ids": [').encode())
+    for text in texts:
+        ids = tok.encode(text, allowed_special="all") if allow_special else tok.encode_ordinary(text)
+        if ids and format is not Format.count:
+            rendered = ids_line(tok, ids, Format.tokens if format is Format.tokens else Format.ids, name, None)
+            stdout.write((gap + (rendered.replace(" ", ", ") if format is Format.json else rendered)).encode())
+            gap = ", " if format is Format.json else " "
+        count += len(ids)
+    ending = {Format.count: str(count), Format.json: f"], \"count\": {count}}}"}.get(format, "")
+    stdout.write((ending + "\n").encode())
