@@ -248,3 +248,17 @@ def test_merges_past_32767_tokens_key_their_pairs_in_32_bits(monkeypatch, fixtur
     words = Counter(fixtures.joinpath("corpus.en").read_text(encoding="utf-8")[:5000].split(" "))
     counts = {" " + w: n for w, n in words.items() if w}
     assert train_bpe(counts, vocab_size=256 + 100) == naive_train_bpe(counts, 100)
+
+
+def test_without_special_tokens_the_literal_endoftext_is_text_to_train_on(tmp_path):
+    """As Hugging Face's BpeTrainer and the CS336 reference count it: only the special tokens given
+    cut the corpus."""
+    import regex
+
+    from bpecli.pretokenize import PATTERNS
+
+    text = "hello<|endoftext|>world <|endoftext|> and more<|endoftext|>text " * 50
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(text)
+    counts = Counter(regex.findall(PATTERNS["gpt2"], text))
+    assert train([str(corpus)], vocab_size=256 + 30, special_tokens=[]).merges == naive_train_bpe(counts, 30)

@@ -12,8 +12,12 @@ DEFAULT_EOT = "<|endoftext|>"
 
 
 def document_separators(special_tokens: Iterable[str]) -> list[str]:
-    """What ends a document in text, for training, encoding and every report alike: each special
-    token, and <|endoftext|> even where the tokenizer has no such token.
+    """What ends a document in text, for encoding and every report alike: each special token, and
+    <|endoftext|> even where the tokenizer has no such token.
+
+    Training splits only at the special tokens it is given and counts any other text, the literal
+    <|endoftext|> included, as Hugging Face's BpeTrainer and the CS336 reference do: the merges
+    stay theirs.
 
     Example: ["<s>"] -> ["<s>", "<|endoftext|>"]
     """

@@ -11,7 +11,7 @@ from ..inputs.parts import PART_BYTES, document_parts
 from ..inputs.sources import input_bytes, input_pairs
 from ..normalize import check as check_normalize
 from ..parallel import parallelism
-from ..pretokenize import SAFE_CUT, document_separators, is_preset, resolve_pattern
+from ..pretokenize import SAFE_CUT, is_preset, resolve_pattern
 from ..progress import progress_bar
 from ..tokenizer import Tokenizer
 from ..vocab import check_special_tokens
@@ -65,7 +65,7 @@ def train(
     safe_cut = SAFE_CUT if is_preset(pattern) else None
     total_bytes = input_bytes(pairs)
     part_bytes = counting_part_bytes(total_bytes, parallelism(workers, scheduler))
-    separators = document_separators(special_tokens)
+    separators = sorted(set(special_tokens))  # not document_separators: see its docstring
     parts = document_parts(pairs, separators=separators, text_column=text_column, safe_cut=safe_cut,
                            part_bytes=part_bytes)
     # 3. Count the pre-tokens of every part, in parallel.
