@@ -36,3 +36,18 @@ def test_readme_and_docs_name_only_options_the_help_has():
             for command in re.findall(r"bpecli (?:train|encode|decode|inspect|bench)\b[^|`]*", line):
                 unknown = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", command)) - known
                 assert not unknown, f"{document.name}: {sorted(unknown)} in {command!r} is no option of bpecli's --help"
+
+
+def test_the_terminal_help_shows_every_default_the_reference_shows():
+    """Rich reads "[...]" written into an option's help as markup and drops it: every default
+    goes through show_default, so that the terminal's help says it as the reference does."""
+    import os
+    import subprocess
+    import sys
+
+    from bpecli.cli.reference import _AS_BPECLI, help_text
+
+    for name in commands():
+        rich = subprocess.run([sys.executable, "-c", _AS_BPECLI, name, "--help"], capture_output=True, text=True,
+                              env=dict(os.environ, COLUMNS="400", TERM="xterm"), check=True).stdout
+        assert rich.count("[default:") == help_text(name).replace("\n", " ").count("[default:"), name
