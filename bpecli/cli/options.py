@@ -102,9 +102,9 @@ TokenizerOption = Annotated[
     Path, typer.Option("--tokenizer", "-t", help="A bpecli folder, vocab.json, tokenizer.json or .tiktoken file.")
 ]
 SchedulerOption = Annotated[Optional[str], typer.Option(
-    envvar="BPECLI_SCHEDULER", show_envvar=False,
+    envvar="BPECLI_SCHEDULER", show_envvar=False, show_default="this machine",  # (in the help, "[...]" is rich's markup)
     help="Run the workers on a Dask cluster: its scheduler's address (tcp://host:8786) or scheduler file; "
-         "also BPECLI_SCHEDULER. Inputs must be reachable from the workers. [default: this machine]")]
+         "also BPECLI_SCHEDULER. Inputs must be reachable from the workers.")]
 PatternOption = Annotated[
     Optional[str], typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex (for .tiktoken files).")
 ]
