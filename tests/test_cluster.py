@@ -159,6 +159,31 @@ def test_an_unreachable_scheduler_is_one_line(corpus, tmp_path):
     assert not (tmp_path / "tok").exists()
 
 
+@pytest.mark.system
+def test_a_scheduler_file_is_waited_for_as_dask_worker_waits_for_it(corpus, tmp_path):
+    """As a Makefile or a CI script starts them: the scheduler in the background, bpecli at once."""
+    folder = tmp_path / "cluster"
+    folder.mkdir()
+    train = subprocess.Popen([sys.executable, "-m", "bpecli", "train", str(corpus), "--vocab-size", "300", "-q",
+                              "--out", str(tmp_path / "tok"), "--scheduler", str(folder / "scheduler.json")],
+                             stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    with _dask(folder):
+        _, stderr = train.communicate(timeout=300)
+    assert train.returncode == 0, stderr
+    assert (tmp_path / "tok" / "tokenizer.json").is_file()
+
+
+def test_a_scheduler_file_no_scheduler_writes_is_one_line_after_the_connect_timeout(corpus, tmp_path):
+    scheduler = tmp_path / "scheduler.json"
+    done = subprocess.run([sys.executable, "-m", "bpecli", "train", str(corpus), "--vocab-size", "300",
+                           "--out", str(tmp_path / "tok"), "--scheduler", str(scheduler)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"})
+    assert done.returncode == 1
+    assert done.stderr == (f"bpecli: error: --scheduler {scheduler}: no scheduler wrote this file within 2 s; "
+                           f"start `dask scheduler --scheduler-file {scheduler}` first\n")
+
+
 @pytest.mark.parametrize("scheduler", ["/nonexistent/scheduler.json", "not an address"])
 def test_a_scheduler_that_is_neither_a_file_nor_an_address_is_one_line(corpus, tmp_path, scheduler):
     done = subprocess.run([sys.executable, "-m", "bpecli", "train", str(corpus), "--vocab-size", "300",

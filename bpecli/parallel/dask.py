@@ -49,10 +49,13 @@ def connect(scheduler: str) -> Any:
         raise BpecliError(f"{arg('scheduler')} needs Dask: pip install 'bpecli[dask]' (dask[distributed])")
     with _connecting:
         if scheduler not in _clients:
-            if os.path.isfile(scheduler):
+            if os.path.isfile(scheduler) or _written_soon(scheduler):
                 address = _address_in(scheduler)
             elif _ADDRESS.fullmatch(scheduler):
                 address = scheduler
+            elif _file_to_come(scheduler):
+                raise BpecliError(f"{arg('scheduler')} {scheduler}: no scheduler wrote this file within "
+                                  f"{_connect_seconds():.0f} s; start `dask scheduler --scheduler-file {scheduler}` first")
             else:
                 raise BpecliError(f"{arg('scheduler')} {scheduler}: no such scheduler file, nor an address such as "
                                   "tcp://host:8786")
@@ -64,6 +67,30 @@ def connect(scheduler: str) -> Any:
         return _clients[scheduler]
 
 
+def _connect_seconds() -> float:
+    """Dask's connect timeout (distributed.comm.timeouts.connect, 30 s unless configured)."""
+    return parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), "s")
+
+
+def _file_to_come(scheduler: str) -> bool:
+    """A scheduler file not written yet: a .json name in a folder that exists (a scheduler started
+    in the background a moment before, as in a Makefile or a CI script)."""
+    return scheduler.endswith(".json") and os.path.isdir(os.path.dirname(os.path.abspath(scheduler)))
+
+
+def _written_soon(scheduler: str) -> bool:
+    """Whether a scheduler file to come appears within the connect timeout, as `dask worker
+    --scheduler-file` waits for it too."""
+    if not _file_to_come(scheduler):
+        return False
+    deadline = time.monotonic() + _connect_seconds()
+    while time.monotonic() < deadline:
+        if os.path.isfile(scheduler):
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def _client(address: str, scheduler: str) -> Any:
     """A client connected to address, or an error within Dask's connect timeout
     (distributed.comm.timeouts.connect, 30 s). Dask bounds the connection but not the first
@@ -71,7 +98,7 @@ def _client(address: str, scheduler: str) -> Any:
     Client() forever, and one that answers something else made it allocate what the first bytes
     said. So the address first gets a handshake of its own, bounded, in a thread of its own (the
     caller may run an event loop already)."""
-    seconds = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), "s")
+    seconds = _connect_seconds()
 
     async def shake_hands() -> None:
         comm = await open_comm(address, timeout=seconds)
