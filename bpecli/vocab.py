@@ -33,12 +33,18 @@ class Vocab:
     special_tokens: dict[str, int] = field(default_factory=dict)
     pattern: str = ""
     normalize: tuple[str, ...] = ()  # steps applied to text before it is split (see normalize.py)
+    # Hugging Face's ByteLevel add_prefix_space: a space before a text (each text between special
+    # tokens) that does not start with one, so its first word encodes as every other word does
+    add_prefix_space: bool = False
+    template: Template | None = None  # the special tokens encode adds around a text (see Template)
     trained_merges: tuple[tuple[bytes, bytes], ...] = field(default=(), repr=False)  # as train() made them
     files: tuple[str, ...] = ()  # the files it was read from, if any...
     file_digests: tuple[bytes, ...] = field(default=(), repr=False)  # ...and the sha256 of each, as read
 
     def __post_init__(self):
         check_special_tokens(self.special_tokens)
+        if self.template is not None:
+            self.template.check(self.special_ids)
         object.__setattr__(self, "normalize", check_normalize(self.normalize))
         if self.file_digests and len(self.file_digests) != len(self.files):
             raise ValueError(f"{len(self.file_digests)} digests for {len(self.files)} files")
@@ -101,7 +107,64 @@ class Vocab:
         digest.update(json.dumps([self.pattern, sorted(self.special_tokens.items())]).encode())
         if self.normalize:  # (tokenizers without it keep the fingerprint they had)
             digest.update(json.dumps(self.normalize).encode())
+        if self.add_prefix_space or self.template:  # (likewise)
+            digest.update(json.dumps([self.add_prefix_space, self.template and self.template.as_json()]).encode())
         return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Template:
+    """The special tokens Hugging Face's post-processor (TemplateProcessing, RobertaProcessing,
+    BertProcessing) puts around the ids of one text (single) or of two (pair): ids of special
+    tokens, with "A" and "B" where the texts' own ids go. encode adds them unless told not to
+    (add_special_tokens=False), as Hugging Face does.
+
+    Example: Template(single=(1, "A"), pair=(1, "A", 1, "B")).around([5, 6]) -> [1, 5, 6]
+    """
+
+    single: tuple[int | str, ...]
+    pair: tuple[int | str, ...] | None = None
+
+    def around(self, first: list[int], second: list[int] | None = None) -> list[int]:
+        """The ids of the text (or the two texts) with the template's special tokens around them."""
+        form = self.single if second is None else self.pair
+        if form is None:
+            raise BpecliError("this tokenizer's template has no form for a pair of texts; encode each text alone")
+        ids: list[int] = []
+        for part in form:
+            if part == "A":
+                ids += first
+            elif part == "B":
+                ids += second or []
+            else:
+                ids.append(part)  # type: ignore[arg-type]
+        return ids
+
+    def check(self, special_ids: dict[int, str]) -> None:
+        """Each id of the template is a special token's, and each form holds its texts once."""
+        for name, form, texts in (("single", self.single, ["A"]), ("pair", self.pair, ["A", "B"])):
+            if form is None:
+                continue
+            if sorted(part for part in form if isinstance(part, str)) != texts:
+                raise BpecliError(f"the template's {name} form should hold {' and '.join(texts)} once"
+                                  f"{' each' if len(texts) > 1 else ''}, not {list(form)}")
+            unknown = [part for part in form if not isinstance(part, str) and part not in special_ids]
+            if unknown:
+                raise BpecliError(f"the template's {name} form adds id {unknown[0]!r}, which is no special token's; "
+                                  "a template adds special tokens only")
+
+    @property
+    def prefix(self) -> tuple[int, ...]:
+        """The ids single puts before the text."""
+        return tuple(self.single[: self.single.index("A")])  # type: ignore[arg-type]
+
+    @property
+    def suffix(self) -> tuple[int, ...]:
+        """The ids single puts after the text."""
+        return tuple(self.single[self.single.index("A") + 1 :])  # type: ignore[arg-type]
+
+    def as_json(self) -> dict:
+        return {"single": list(self.single), **({"pair": list(self.pair)} if self.pair is not None else {})}
 
 
 def check_special_tokens(special_tokens: dict[str, int]) -> None:

@@ -110,7 +110,7 @@ def tokenizer_figures(tok: Tokenizer, *, name: str, corpora: Sequence[str] = (),
     figures["growth"] = {side: growth_curve(t, every, known=sum(tokens[side])) for side, t in sides.items()}
     figures["words"] = split_differently(sides, every)
     text = _opening(samples)
-    figures["sample"] = {"text": text, "ids": {side: t.encode_ordinary(text) for side, t in sides.items()}}
+    figures["sample"] = {"text": text, "ids": {side: t.encode_ordinary(text, add_special_tokens=False) for side, t in sides.items()}}
     return figures
 
 
@@ -203,7 +203,7 @@ def split_differently(sides: dict[str, Tokenizer], documents: list[bytes]) -> di
     for document in documents:
         counts.update(_WORD.findall(document.decode("utf-8", "surrogatepass")))
     common = counts.most_common(WORDS)
-    splits = {side: [t.encode_ordinary(word) for word, _ in common] for side, t in sides.items()}
+    splits = {side: [t.encode_ordinary(word, add_special_tokens=False) for word, _ in common] for side, t in sides.items()}
     differ = [i for i in range(len(common)) if len({tuple(_bytes(sides[s], splits[s][i])) for s in sides}) > 1]
     return {
         "words": len(common),
