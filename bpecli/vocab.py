@@ -123,13 +123,12 @@ class Template:
     """
 
     single: tuple[int | str, ...]
-    pair: tuple[int | str, ...] | None = None
+    pair: tuple[int | str, ...] | None = None  # None: the two texts' ids, one after the other
 
     def around(self, first: list[int], second: list[int] | None = None) -> list[int]:
         """The ids of the text (or the two texts) with the template's special tokens around them."""
-        form = self.single if second is None else self.pair
-        if form is None:
-            raise BpecliError("this tokenizer's template has no form for a pair of texts; encode each text alone")
+        # without a pair form, a pair is the two texts one after the other (TemplateProcessing's default)
+        form = self.single if second is None else self.pair or ("A", "B")
         ids: list[int] = []
         for part in form:
             if part == "A":

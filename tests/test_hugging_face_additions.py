@@ -257,3 +257,28 @@ def test_a_prefix_space_after_normalizing_is_written_as_tokenizers_reads_it(tmp_
     for text in ["a", "\u3000a", " a", "ａ b", "", "x<s>a", "<s>", "\n\na", "a\u3000"]:
         expected = theirs.encode(text).ids
         assert ours.encode(text, allowed_special="all") == expected == again.encode(text, allowed_special="all"), text
+
+
+def test_a_template_without_a_pair_form_puts_pairs_one_after_the_other_as_tokenizers_does(tmp_path):
+    from bpecli.vocab import Template
+
+    ranks = {bytes([b]): b for b in range(256)}
+    ours = Tokenizer(ranks, {"<s>": 256}, PATTERNS["gpt2"], template=Template((256, "A")))
+    theirs = tokenizers.Tokenizer.from_file(str(ours.save(tmp_path / "t") / "tokenizer.json"))
+    reference = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 256)])  # no pair given
+    assert json.loads(theirs.post_processor.__getstate__())["pair"] == json.loads(reference.__getstate__())["pair"]
+    assert ours.encode_pair("ab", "c") == theirs.encode("ab", "c").ids == [97, 98, 99]
+    assert ours.encode("ab") == theirs.encode("ab").ids == [256, 97, 98]
+
+
+def test_bench_against_tiktoken_puts_in_the_prefix_space_a_tiktoken_user_must_add(tmp_path):
+    pytest.importorskip("tiktoken")
+    from bpecli.bench import bench
+
+    ranks = {bytes([b]): b for b in range(256)}
+    ranks[b" h"] = 256
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello there<|endoftext|>hi\n", encoding="utf-8")
+    ours = Tokenizer(ranks, {"<|endoftext|>": 257}, PATTERNS["gpt2"], add_prefix_space=True)
+    assert bench(ours, str(corpus), against="tiktoken", repeat=1)["identical"] is True
+    assert bench(ours, str(corpus), against="tokenizers", repeat=1)["identical"] is True

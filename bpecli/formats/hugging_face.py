@@ -158,13 +158,12 @@ def _template_processing(vocab: Vocab) -> dict | None:
                 for i, part in enumerate(form)]
 
     used = sorted({part for form in (template.single, template.pair or ()) for part in form if isinstance(part, int)})
-    pair = template.pair
+    pair = template.pair or ("A", "B")
     return {
         "type": "TemplateProcessing",
         "single": pieces(template.single, len(template.single)),
         # (a pair form made by train() is the single form twice: the second half is the second text's)
-        "pair": pieces(pair, len(template.single) if pair[: len(template.single)] == template.single else pair.index("B"))
-        if pair is not None else None,
+        "pair": pieces(pair, len(template.single) if pair[: len(template.single)] == template.single else pair.index("B")),
         "special_tokens": {vocab.special_ids[i]: {"id": vocab.special_ids[i], "ids": [i], "tokens": [vocab.special_ids[i]]}
                            for i in used},
     }
