@@ -37,6 +37,9 @@ class Vocab:
     # tokens) that does not start with one, so its first word encodes as every other word does
     add_prefix_space: bool = False
     template: Template | None = None  # the special tokens encode adds around a text (see Template)
+    # special tokens that take the whitespace beside them when they are found in a text, as Hugging
+    # Face's lstrip and rstrip do (RoBERTa's <mask>): token -> (left, right)
+    strips: dict[str, tuple[bool, bool]] = field(default_factory=dict)
     trained_merges: tuple[tuple[bytes, bytes], ...] = field(default=(), repr=False)  # as train() made them
     files: tuple[str, ...] = ()  # the files it was read from, if any...
     file_digests: tuple[bytes, ...] = field(default=(), repr=False)  # ...and the sha256 of each, as read
@@ -45,6 +48,9 @@ class Vocab:
         check_special_tokens(self.special_tokens)
         if self.template is not None:
             self.template.check(self.special_ids)
+        unknown = [token for token in self.strips if token not in self.special_tokens]
+        if unknown:
+            raise BpecliError(f"{unknown[0]!r} takes the whitespace beside it, but is no special token")
         object.__setattr__(self, "normalize", check_normalize(self.normalize))
         if self.file_digests and len(self.file_digests) != len(self.files):
             raise ValueError(f"{len(self.file_digests)} digests for {len(self.files)} files")
@@ -56,6 +62,12 @@ class Vocab:
     def __setstate__(self, state: dict) -> None:
         for name, value in state.items():
             object.__setattr__(self, name, value)
+
+    @property
+    def adds(self) -> bool:
+        """Whether encode does more to a text than split and merge it (a space before it, a template,
+        special tokens that take whitespace): what GPT-2's and tiktoken's files cannot say."""
+        return self.add_prefix_space or self.template is not None or bool(self.strips)
 
     @property
     def vocab_size(self) -> int:
@@ -107,8 +119,9 @@ class Vocab:
         digest.update(json.dumps([self.pattern, sorted(self.special_tokens.items())]).encode())
         if self.normalize:  # (tokenizers without it keep the fingerprint they had)
             digest.update(json.dumps(self.normalize).encode())
-        if self.add_prefix_space or self.template:  # (likewise)
-            digest.update(json.dumps([self.add_prefix_space, self.template and self.template.as_json()]).encode())
+        if self.add_prefix_space or self.template or self.strips:  # (likewise)
+            digest.update(json.dumps([self.add_prefix_space, self.template and self.template.as_json(),
+                                      sorted(self.strips.items())]).encode())
         return digest.hexdigest()
 
 

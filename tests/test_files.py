@@ -176,7 +176,7 @@ def _hugging_face_file(trained, tmp_path, **changes):
         ({"decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True}}, r"its decoder \(WordPiece\)"),
         ({"dropout": 0.1}, "dropout=0.1"),
         ({"continuing_subword_prefix": "##"}, "continuing_subword_prefix='##'"),
-        ({"added": {"lstrip": True}}, "sets lstrip"),
+        ({"added": {"single_word": True}}, "sets single_word"),
         ({"pre_tokenizer": {"type": "Whitespace"}}, r"its pre-tokenizer \(Whitespace\) is not a byte-level one"),
         ({"merges": ["Ġ Ġ", "ĠĠĠĠ"]}, r"merge 1 \('ĠĠĠĠ'\) is not a pair of tokens"),
         ({"merges": [["Ġ", "Ġ", "Ġ"]]}, r"merge 0 .* is not a pair of tokens"),

@@ -282,3 +282,36 @@ def test_bench_against_tiktoken_puts_in_the_prefix_space_a_tiktoken_user_must_ad
     ours = Tokenizer(ranks, {"<|endoftext|>": 257}, PATTERNS["gpt2"], add_prefix_space=True)
     assert bench(ours, str(corpus), against="tiktoken", repeat=1)["identical"] is True
     assert bench(ours, str(corpus), against="tokenizers", repeat=1)["identical"] is True
+
+
+@pytest.mark.parametrize("prefix", [False, True])
+def test_roberta_files_with_a_mask_that_takes_the_space_before_it_give_hugging_faces_ids(tmp_path, prefix):
+    """RoBERTa's (and BART's) files: <s> <pad> </s> <unk> first, RobertaProcessing, and <mask> with
+    lstrip, which takes the whitespace before it (" <mask>" is one token)."""
+    transformers = pytest.importorskip("transformers")
+    theirs = tokenizers.Tokenizer(models.BPE(unk_token="<unk>"))
+    theirs.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=prefix)
+    theirs.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    theirs.train_from_iterator(CORPUS, trainer)
+    theirs.add_special_tokens([tokenizers.AddedToken("<mask>", lstrip=True, rstrip=False, normalized=False, special=True),
+                               tokenizers.AddedToken("<r>", lstrip=False, rstrip=True, normalized=False, special=True)])
+    theirs.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    theirs.save(str(tmp_path / "roberta.json"))
+    ours = Tokenizer.load(tmp_path / "roberta.json")
+    assert ours.vocab.strips == {"<mask>": (True, False), "<r>": (False, True)}
+    folder = tmp_path / "hf"
+    transformers.PreTrainedTokenizerFast(tokenizer_object=theirs).save_pretrained(str(folder))
+    auto = transformers.AutoTokenizer.from_pretrained(str(folder))
+    saved = tokenizers.Tokenizer.from_file(str(ours.save(tmp_path / "again") / "tokenizer.json"))
+    again = Tokenizer.load(tmp_path / "again")
+    texts = ["hello <mask> world", "hello<mask>", " \n\t<mask>", "<mask>", "a\u3000<mask>b", "a\x1c<mask>", "x <mask> <mask>",
+             "the <r>  cat", "<r>\n", "a <r> <mask> b", "hello world"]
+    for text in texts:
+        for add in (True, False):
+            expected = theirs.encode(text, add_special_tokens=add).ids
+            assert ours.encode(text, allowed_special="all", add_special_tokens=add) == expected, (text, add)
+            assert auto(text, add_special_tokens=add)["input_ids"] == expected, (text, add)
+            assert saved.encode(text, add_special_tokens=add).ids == expected, (text, add)
+            assert again.encode(text, allowed_special="all", add_special_tokens=add) == expected, (text, add)

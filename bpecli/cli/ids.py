@@ -61,8 +61,9 @@ def _encode(tok, text: str, allow_special: bool, add_special_tokens: bool = Fals
 
 
 def _adds(tok) -> bool:
-    """Whether the tokenizer adds to each text it encodes (a template, or a space before it)."""
-    return tok.template is not None or tok.add_prefix_space
+    """Whether the tokenizer adds to each text it encodes (a template, a space before it) or takes
+    whitespace beside special tokens: a text cut into parts would not encode as the whole."""
+    return tok.vocab.adds
 
 
 def _cuts_safely(tok, allow_special: bool) -> bool:

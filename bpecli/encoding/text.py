@@ -132,6 +132,8 @@ class TextEncoder:
         if not allowed:
             return self.encode_ordinary(text)
         parts = self._special_finder(frozenset(allowed)).split(text)
+        if self.vocab.strips:
+            _strip_beside(parts, self.vocab.strips)
         if self._normalized is not None:  # the text between special tokens, as Hugging Face does
             parts[::2] = map(self._normalized, parts[::2])
         parts[::2] = map(self._prefixed, parts[::2])  # each text between special tokens, as Hugging Face does
@@ -284,6 +286,25 @@ def _blocks(text: str, size: int = _BLOCK_CHARS) -> list[str]:
         start = found.start()
     blocks.append(text[start:])
     return blocks
+
+
+# What Hugging Face's lstrip and rstrip take: Unicode's White_Space (Rust's char::is_whitespace),
+# not str.isspace(), which takes the separators U+001C to U+001F too.
+_WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+
+
+def _strip_beside(parts: list[str], strips: dict[str, tuple[bool, bool]]) -> None:
+    """The texts between special tokens (parts[::2]) without the whitespace that a special token
+    beside them takes (lstrip: before it; rstrip: after it), as Hugging Face matches them.
+
+    Example: ["a ", "<mask>", " b"] with <mask> lstrip -> ["a", "<mask>", " b"]
+    """
+    for i in range(1, len(parts), 2):
+        left, right = strips.get(parts[i], (False, False))
+        if left:
+            parts[i - 1] = parts[i - 1].rstrip(_WHITE_SPACE)
+        if right:
+            parts[i + 1] = parts[i + 1].lstrip(_WHITE_SPACE)
 
 
 def _all_space(token: bytes) -> bool:

@@ -26,7 +26,7 @@ ADDING_VERSION = folders.FORMAT_VERSION + 1
 def write_bpecli_json(vocab: Vocab, path: Path, *, files: dict[str, dict] | None = None) -> None:
     """bpecli.json: the pattern, special tokens and normalization the ranks file does not hold, and
     (files) the size and CRC-32 of each file written with it."""
-    adds = vocab.add_prefix_space or vocab.template is not None
+    adds = vocab.adds
     document = {
         "format_version": ADDING_VERSION if adds else folders.FORMAT_VERSION,
         "pattern": vocab.pattern,
@@ -34,6 +34,7 @@ def write_bpecli_json(vocab: Vocab, path: Path, *, files: dict[str, dict] | None
         **({"normalize": list(vocab.normalize)} if vocab.normalize else {}),
         **({"add_prefix_space": True} if vocab.add_prefix_space else {}),
         **({"template": vocab.template.as_json()} if vocab.template else {}),
+        **({"strips": {token: list(sides) for token, sides in vocab.strips.items()}} if vocab.strips else {}),
         **({"ranks_file_lacks": ranks_file_lacks(vocab)} if adds else {}),
         "vocab_size": vocab.vocab_size,
         "ranks_file": "tokenizer.tiktoken",
@@ -79,8 +80,13 @@ def load_bpecli(generation: folders.Generation, name: str, document: dict, patte
         normalize=_normalize_of(path, document.get("normalize") or []),
     )
     prefix, template = _additions_of(path, document)
+    strips = document.get("strips", {})
+    if not isinstance(strips, dict) or not all(isinstance(v, list) and len(v) == 2 and all(isinstance(b, bool) for b in v)
+                                               for v in strips.values()):
+        raise TokenizerFileError(f"{path}: 'strips' should map special tokens to [left, right], e.g. {{\"<mask>\": [true, false]}}")
     try:
-        return replace(vocab, add_prefix_space=prefix, template=template)
+        return replace(vocab, add_prefix_space=prefix, template=template,
+                       strips={token: (sides[0], sides[1]) for token, sides in strips.items()})
     except BpecliError as e:  # a template whose ids are no special tokens (of --special-ids, say)
         raise TokenizerFileError(f"{path}: {e.args[0]}") from None
 
@@ -95,6 +101,8 @@ def ranks_file_lacks(vocab: Vocab) -> str:
         shown = " ".join("TEXT" if part == "A" else "PAIR" if part == "B" else f"{vocab.special_ids[part]}={part}"
                          for part in vocab.template.single)
         said.append(f"the special tokens around each text ({shown}: put those ids around the ids of the text)")
+    if vocab.strips:
+        said.append(f"the whitespace that {', '.join(vocab.strips)} take beside them (strip it from the text beside them)")
     return ("tokenizer.tiktoken and vocab.json + merges.txt hold the ranks only, not " + " nor ".join(said) +
             ". bpecli and Hugging Face (tokenizer.json) add them; tiktoken, and GPT-2 readers of vocab.json, do not: "
             "do it yourself around their encode.")

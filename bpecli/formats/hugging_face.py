@@ -111,8 +111,8 @@ def write_tokenizer_json(vocab: Vocab, path: Path, listing: Listing | None = Non
         "truncation": None,
         "padding": None,
         "added_tokens": [
-            {"id": rank, "content": token, "single_word": False, "lstrip": False, "rstrip": False,
-             "normalized": False, "special": True}
+            {"id": rank, "content": token, "single_word": False, "lstrip": vocab.strips.get(token, (False, False))[0],
+             "rstrip": vocab.strips.get(token, (False, False))[1], "normalized": False, "special": True}
             for token, rank in sorted(vocab.special_tokens.items(), key=lambda item: item[1])
         ],
         "normalizer": normalizer,
@@ -205,7 +205,9 @@ def load_hugging_face(path: Path, document: dict, pattern: str | None, specials:
     specials = specials if specials is not None else {**extra, **added}
     template = _template(path, document.get("post_processor"), specials)
     vocab = checked(path, ranks, specials, pattern_of(pattern, found, f"from {path}"), [path], normalize=steps)
-    return replace(vocab, add_prefix_space=prefix_by_normalizer or prefix_by_pre_tokenizer, template=template)
+    strips = {t["content"]: (bool(t.get("lstrip")), bool(t.get("rstrip"))) for t in added_tokens
+              if (t.get("lstrip") or t.get("rstrip")) and t["content"] in specials}
+    return replace(vocab, add_prefix_space=prefix_by_normalizer or prefix_by_pre_tokenizer, template=template, strips=strips)
 
 
 # The steps of a tokenizer.json, and the field of each that lists the steps of a Sequence.
@@ -258,7 +260,7 @@ def _refuse_unsupported(path: Path, document: dict, model: dict) -> None:
     for token in document.get("added_tokens") or []:
         if not isinstance(token, dict) or not isinstance(token.get("content"), str) or type(token.get("id")) is not int:
             raise TokenizerFileError(f"{path}: an entry of added_tokens lacks its content or id")
-        stripped = [option for option in ("lstrip", "rstrip", "single_word") if token.get(option)]
+        stripped = [option for option in ("single_word",) if token.get(option)]
         if stripped:
             raise TokenizerFileError(f"{path}: added token {token['content']!r} sets {', '.join(stripped)}, "
                                      "which bpecli does not apply")

@@ -26,8 +26,8 @@ def write_transformers_config(vocab: Vocab, folder: Path) -> None:
         "clean_up_tokenization_spaces": False,
         "model_max_length": 1 << 30,
         "added_tokens_decoder": {
-            str(rank): {"content": token, "lstrip": False, "normalized": False, "rstrip": False,
-                        "single_word": False, "special": True}
+            str(rank): {"content": token, "lstrip": vocab.strips.get(token, (False, False))[0], "normalized": False,
+                        "rstrip": vocab.strips.get(token, (False, False))[1], "single_word": False, "special": True}
             for token, rank in sorted(vocab.special_tokens.items(), key=lambda item: item[1])
         },
         **specials,
