@@ -315,3 +315,22 @@ def test_roberta_files_with_a_mask_that_takes_the_space_before_it_give_hugging_f
             assert auto(text, add_special_tokens=add)["input_ids"] == expected, (text, add)
             assert saved.encode(text, add_special_tokens=add).ids == expected, (text, add)
             assert again.encode(text, allowed_special="all", add_special_tokens=add) == expected, (text, add)
+
+
+def test_train_and_inspect_say_what_the_tokenizer_adds_and_what_tiktoken_files_lack(tmp_path):
+    from typer.testing import CliRunner
+
+    from bpecli.cli import app
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(CORPUS), encoding="utf-8")
+    out = tmp_path / "tok"
+    done = CliRunner().invoke(app, ["train", str(corpus), "--vocab-size", "300", "--out", str(out), "--json",
+                                    "--add-prefix-space", "--bos", "[INST]"])
+    assert done.exit_code == 0, done.output
+    summary = json.loads(done.stdout)
+    assert (summary["add_prefix_space"], summary["template"]) == (True, "[INST] TEXT")
+    note = [line for line in done.stderr.splitlines() if line.startswith("bpecli: note: tokenizer.tiktoken")]
+    assert len(note) == 1 and "[INST]=" in note[0] and "' ' + text" in note[0]
+    shown = CliRunner().invoke(app, ["inspect", str(out)])
+    assert shown.exit_code == 0 and "template [INST] TEXT" in shown.stdout and "add prefix space" in shown.stdout
