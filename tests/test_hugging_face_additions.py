@@ -123,6 +123,11 @@ def test_saved_again_they_give_the_same_ids_in_tokenizers_and_bpecli(built, tmp_
         for add in (True, False):
             assert again.encode(text, add_special_tokens=add).ids == theirs.encode(text, add_special_tokens=add).ids
     assert again.encode("a b", "c").ids == theirs.encode("a b", "c").ids
+    transformers = pytest.importorskip("transformers")
+    auto = transformers.AutoTokenizer.from_pretrained(str(out))  # with the config bpecli wrote
+    for text in TEXTS[:-1]:
+        for add in (True, False):
+            assert auto(text, add_special_tokens=add)["input_ids"] == theirs.encode(text, add_special_tokens=add).ids
 
 
 def test_special_tokens_that_are_not_the_last_ids_keep_their_ids_in_tokenizers(tmp_path):
