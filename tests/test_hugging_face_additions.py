@@ -339,3 +339,22 @@ def test_train_and_inspect_say_what_the_tokenizer_adds_and_what_tiktoken_files_l
     assert len(note) == 1 and "[INST]=" in note[0] and "' ' + text" in note[0]
     shown = CliRunner().invoke(app, ["inspect", str(out)])
     assert shown.exit_code == 0 and "template [INST] TEXT" in shown.stdout and "add prefix space" in shown.stdout
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_training_with_a_prefix_space_counts_each_documents_first_word_as_encode_splits_it(tmp_path, workers):
+    """Each document's first word is counted with the space encode will put before it, as Hugging
+    Face's trainer counts it with ByteLevel(add_prefix_space=True): " ab", never "ab"."""
+    from bpecli import train
+
+    documents = ["ab", "ab", " ab", "cab"]
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("<|endoftext|>".join(documents), encoding="utf-8")
+    ours = train([str(corpus)], vocab_size=259, special_tokens=["<|endoftext|>"], add_prefix_space=True, workers=workers)
+    assert ours.merges == [(b"a", b"b"), (b" ", b"ab")]  # without the space: (b"c", b"ab")
+    theirs = tokenizers.Tokenizer(models.BPE())
+    theirs.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+    theirs.train_from_iterator(documents, trainers.BpeTrainer(
+        vocab_size=258, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    assert [tuple(m.split(" ")) if isinstance(m, str) else tuple(m)
+            for m in json.loads(theirs.to_str())["model"]["merges"]] == [("a", "b"), ("Ġ", "ab")]
