@@ -175,6 +175,10 @@ class Template:
         """The ids single puts after the text."""
         return tuple(self.single[self.single.index("A") + 1 :])  # type: ignore[arg-type]
 
+    def shown(self, special_ids: dict[int, str]) -> str:
+        """The single form as people read it: "<s> TEXT </s>"."""
+        return " ".join(special_ids[part] if isinstance(part, int) else "TEXT" for part in self.single)
+
     def as_json(self) -> dict:
         return {"single": list(self.single), **({"pair": list(self.pair)} if self.pair is not None else {})}
 

@@ -9,6 +9,7 @@ import os
 import zlib
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 from .. import folders
 from ..errors import BpecliError, TokenizerFileError
@@ -98,7 +99,7 @@ def ranks_file_lacks(vocab: Vocab) -> str:
     if vocab.add_prefix_space:
         said.append("a space before each text that does not start with one (encode ' ' + text)")
     if vocab.template:
-        shown = " ".join("TEXT" if part == "A" else "PAIR" if part == "B" else f"{vocab.special_ids[part]}={part}"
+        shown = " ".join(f"{vocab.special_ids[part]}={part}" if isinstance(part, int) else "TEXT"
                          for part in vocab.template.single)
         said.append(f"the special tokens around each text ({shown}: put those ids around the ids of the text)")
     if vocab.strips:
@@ -121,7 +122,8 @@ def _additions_of(path: Path, document: dict) -> tuple[bool, Template | None]:
         if not isinstance(form, list) or not all(part in ("A", "B") or type(part) is int for part in form):
             raise TokenizerFileError(f"{path}: 'template' should be {{\"single\": [...], \"pair\": [...]}} of special "
                                      "token ids and \"A\", \"B\" for the texts")
-    return prefix, Template(single=tuple(forms[0]), pair=tuple(forms[1]) if forms[1] is not None else None)
+    single, pair = cast(list, forms[0]), forms[1]
+    return prefix, Template(single=tuple(single), pair=tuple(pair) if pair is not None else None)
 
 
 def _check_written(path: Path, files, ranks_file: str, data: bytes) -> None:

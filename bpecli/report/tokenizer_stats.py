@@ -74,8 +74,7 @@ def describe(tok: Tokenizer, top: int = 10) -> dict:
         "normalize": list(tok.normalize),
         "add_prefix_space": tok.add_prefix_space,
         # what encode puts around a text, e.g. "<s> TEXT </s>" (None without a template)
-        "template": " ".join("TEXT" if part == "A" else tok.special_ids[part] for part in tok.template.single)
-        if tok.template else None,
+        "template": tok.template.shown(tok.special_ids) if tok.template else None,
         "longest_tokens": [{"id": rank, "token": render_token(token), "bytes": len(token)} for token, rank in longest],
         "byte_lengths": dict(sorted(Counter(len(token) for token in tok.ranks).items())),
         "first_merges": [merge(a, b) for a, b in first],

@@ -93,8 +93,9 @@ def train(
     specials = {token: len(ranks) + i for i, token in enumerate(special_tokens)}
     template = None
     if bos is not None or eos is not None:  # single: <bos> A <eos>; pair: that, then <bos> B <eos>
-        around = ([specials[bos]] if bos is not None else [], [specials[eos]] if eos is not None else [])
-        single = (*around[0], "A", *around[1])
-        template = Template(single=single, pair=(*single, *around[0], "B", *around[1]))
+        before: list[int | str] = [specials[bos]] if bos is not None else []
+        after: list[int | str] = [specials[eos]] if eos is not None else []
+        single = (*before, "A", *after)
+        template = Template(single=single, pair=(*single, *before, "B", *after))
     return Tokenizer(ranks=ranks, special_tokens=specials, pattern=pattern, trained_merges=tuple(merges), normalize=normalize,
                      add_prefix_space=add_prefix_space, template=template)
