@@ -1,6 +1,7 @@
 """Hugging Face's tokenizer.json, for a byte-level BPE: written as a Split on the pattern, then
-ByteLevel, BPE and a ByteLevel decoder; read only where Hugging Face would give the ids bpecli
-gives, and refused, naming why, where it would not."""
+ByteLevel, BPE and a ByteLevel decoder (with add_prefix_space, a TemplateProcessing and added
+tokens' lstrip/rstrip where the tokenizer has them); read only where Hugging Face would give the
+ids bpecli gives, and refused, naming why, where it would not."""
 
 from __future__ import annotations
 
@@ -170,8 +171,9 @@ def _template_processing(vocab: Vocab) -> dict | None:
 
 
 def load_hugging_face(path: Path, document: dict, pattern: str | None, specials: dict | None) -> Vocab:
-    """A Hugging Face tokenizer.json of a byte-level BPE. Whatever would make Hugging Face give
-    other ids than bpecli (a normalizer, a template that adds tokens, dropout...) is refused,
+    """A Hugging Face tokenizer.json of a byte-level BPE, with its add_prefix_space, the tokens its
+    post-processor adds and its added tokens' lstrip/rstrip. Whatever would make Hugging Face give
+    other ids than bpecli (a normalizer it does not apply, dropout, single_word...) is refused,
     naming it: loading it anyway would be silently wrong."""
     model = document["model"]  # an object (see _load_file)
     if model.get("type", "BPE") != "BPE":
@@ -325,7 +327,7 @@ def _template(path: Path, processor: dict | None, specials: dict[str, int]) -> T
                                  f"({', '.join(str(s.get('type')) for s in adding)}); bpecli reproduces one")
     step, kind = adding[0], adding[0].get("type")
     if kind in ("RobertaProcessing", "BertProcessing"):
-        cls, sep = (_token_id(path, kind, step.get(name), specials) for name in ("cls", "sep"))
+        cls, sep = (_token_id(path, kind, step.get(name)) for name in ("cls", "sep"))
         between = (sep, sep) if kind == "RobertaProcessing" else (sep,)
         template = Template(single=(cls, "A", sep), pair=(cls, "A", *between, "B", sep))
     elif kind == "TemplateProcessing":
@@ -346,7 +348,7 @@ def _template(path: Path, processor: dict | None, specials: dict[str, int]) -> T
     return template
 
 
-def _token_id(path: Path, kind: str, pair, specials: dict[str, int]) -> int:
+def _token_id(path: Path, kind: str, pair) -> int:
     """The id of a [token, id] pair of RobertaProcessing or BertProcessing."""
     if not (isinstance(pair, list) and len(pair) == 2 and type(pair[1]) is int):
         raise TokenizerFileError(f"{path}: its {kind} names a token as {json_kind(pair)}, not [token, id]")
