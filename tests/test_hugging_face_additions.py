@@ -358,3 +358,34 @@ def test_training_with_a_prefix_space_counts_each_documents_first_word_as_encode
         vocab_size=258, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     assert [tuple(m.split(" ")) if isinstance(m, str) else tuple(m)
             for m in json.loads(theirs.to_str())["model"]["merges"]] == [("a", "b"), ("Ġ", "ab")]
+
+
+def test_shards_take_the_templates_tokens_as_bos_and_eot_or_say_why_they_cannot(tmp_path):
+    """encode --out writes what Hugging Face's encode gives each document; a template with two
+    tokens before the text has no single --bos, and says so in one line."""
+    import numpy as np
+    from typer.testing import CliRunner
+
+    from bpecli.cli import app
+    from bpecli.vocab import Template
+
+    ranks = {bytes([b]): b for b in range(256)}
+    specials = {"<a>": 256, "<b>": 257, "</s>": 258}
+    two = Tokenizer(ranks, specials, PATTERNS["gpt2"], template=Template((256, 257, "A", 258))).save(tmp_path / "two")
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text('{"text": "hi"}\n{"text": "yo"}\n', encoding="utf-8")
+
+    def encode(*args):
+        return CliRunner().invoke(app, ["encode", "-t", str(two), str(corpus), "--workers", "1", "-q", *map(str, args)])
+
+    refused = encode("--out", tmp_path / "refused")
+    assert refused.exit_code == 1 and "puts 2 tokens before each text" in refused.output
+    assert len(refused.output.strip().splitlines()) == 1 and not (tmp_path / "refused").exists()
+    given = encode("--out", tmp_path / "given", "--bos", "<b>")
+    assert given.exit_code == 0, given.output
+    assert np.load(sorted((tmp_path / "given").glob("*.npy"))[0]).tolist() == [257, 104, 105, 258, 257, 121, 111, 258]
+    plain = encode("--out", tmp_path / "plain", "--no-add-special-tokens", "--eot", "none")
+    assert plain.exit_code == 0, plain.output
+    assert np.load(sorted((tmp_path / "plain").glob("*.npy"))[0]).tolist() == [104, 105, 121, 111]
+    lines = encode()
+    assert lines.exit_code == 0 and lines.stdout.splitlines() == ["256 257 104 105 258", "256 257 121 111 258"]
