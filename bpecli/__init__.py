@@ -7,9 +7,10 @@ from .errors import BpecliError as BpecliError
 from .pretokenize import PATTERNS as PATTERNS
 from .tokenizer import Tokenizer as Tokenizer
 from .tokenizer import load as load
+from .vocab import Template as Template
 
 __version__ = "0.1.0"
-__all__ = ["BpecliError", "PATTERNS", "Tokenizer", "load", "train", "train_bpe"]
+__all__ = ["BpecliError", "PATTERNS", "Template", "Tokenizer", "load", "train", "train_bpe"]
 
 
 def __getattr__(name: str):

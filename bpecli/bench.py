@@ -34,6 +34,9 @@ def peer_encoder(name: str, tok: Tokenizer, workers: int):
         except ModuleNotFoundError:  # not installed; one that cannot load says why itself
             raise BpecliError("tiktoken is not installed; pip install tiktoken (or bpecli[bench])") from None
         enc = tiktoken.Encoding("bpecli-peer", pat_str=tok.pattern, mergeable_ranks=tok.ranks, special_tokens=tok.special_tokens)
+        if tok.add_prefix_space:  # tiktoken has no such option: its user puts the space in, as bpecli.json says
+            return (lambda docs: enc.encode_ordinary_batch([" " + d if d[:1] not in ("", " ") else d for d in docs],
+                                                           num_threads=workers)), enc.decode
         return (lambda docs: enc.encode_ordinary_batch(docs, num_threads=workers)), enc.decode
     if name == "tokenizers":
         try:

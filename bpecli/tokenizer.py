@@ -11,7 +11,7 @@ from pathlib import Path
 from . import formats
 from .encoding.decoder import Decoder
 from .encoding.text import Allowed, Disallowed, TextEncoder
-from .vocab import Vocab
+from .vocab import Template, Vocab
 
 # numpy and the thread pool are imported where first used: a one-line encode never needs them.
 
@@ -27,13 +27,16 @@ class Tokenizer:
 
     def __init__(self, ranks: dict[bytes, int] | None = None, special_tokens: dict[str, int] | None = None,
                  pattern: str = "", *, normalize: Sequence[str] = (),
-                 trained_merges: tuple[tuple[bytes, bytes], ...] = (), vocab: Vocab | None = None):
+                 trained_merges: tuple[tuple[bytes, bytes], ...] = (), add_prefix_space: bool = False,
+                 template: Template | None = None, vocab: Vocab | None = None):
         if vocab is None:
             if ranks is None:
                 raise TypeError("Tokenizer() needs ranks (or a vocab)")
             specials = special_tokens if special_tokens is not None else {}
-            vocab = Vocab(ranks, specials, pattern, normalize=tuple(normalize), trained_merges=trained_merges)
-        elif ranks is not None or special_tokens is not None or pattern or normalize or trained_merges:
+            vocab = Vocab(ranks, specials, pattern, normalize=tuple(normalize), trained_merges=trained_merges,
+                          add_prefix_space=add_prefix_space, template=template)
+        elif (ranks is not None or special_tokens is not None or pattern or normalize or trained_merges
+              or add_prefix_space or template):
             raise TypeError("Tokenizer() takes a vocab, or ranks and the rest, not both")
         self.vocab = vocab
         self._text = TextEncoder(vocab)
@@ -74,6 +77,14 @@ class Tokenizer:
         return self.vocab.normalize
 
     @property
+    def add_prefix_space(self) -> bool:
+        return self.vocab.add_prefix_space
+
+    @property
+    def template(self) -> Template | None:
+        return self.vocab.template
+
+    @property
     def files(self) -> tuple[str, ...]:
         return self.vocab.files
 
@@ -103,36 +114,64 @@ class Tokenizer:
 
     # ---- encoding: tiktoken.Encoding's API, with its semantics -----------------------------------
 
-    def encode(self, text: str, *, allowed_special: Allowed = frozenset(), disallowed_special: Disallowed = "all") -> list[int]:
+    def encode(self, text: str, *, allowed_special: Allowed = frozenset(), disallowed_special: Disallowed = "all",
+               add_special_tokens: bool = True) -> list[int]:
         """Ids of text: special tokens in allowed_special become their ids, those in
         disallowed_special (by default every one not allowed) raise DisallowedSpecialError, any
-        other is encoded as text.
+        other is encoded as text. A tokenizer with a template (a Hugging Face post-processor, or
+        `train --bos/--eos`) puts its special tokens around the ids unless add_special_tokens is
+        False, as Hugging Face's encode does.
 
         Example (GPT-2): encode("hi<|endoftext|>", allowed_special="all") -> [5303, 50256]
         """
-        return self._text.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        ids = self._text.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        return self._with_template(ids, add_special_tokens)
 
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Ids of text with special tokens treated as plain text.
+    def encode_ordinary(self, text: str, *, add_special_tokens: bool = True) -> list[int]:
+        """Ids of text with special tokens in it treated as plain text (the template's are added
+        as encode adds them).
 
         Example (GPT-2): "hello world" -> [31373, 995]
         """
-        return self._text.encode_ordinary(text)
+        return self._with_template(self._text.encode_ordinary(text), add_special_tokens)
+
+    def encode_pair(self, text: str, pair: str, *, allowed_special: Allowed = frozenset(),
+                    disallowed_special: Disallowed = "all", add_special_tokens: bool = True) -> list[int]:
+        """Ids of two texts as one sequence, as Hugging Face's encode(text, pair): each encoded on
+        its own, then put in the template's pair form (or one after the other, without a template
+        or with add_special_tokens=False).
+
+        Example (RoBERTa): encode_pair("a", "b") -> [0, 10, 2, 2, 741, 2]
+        """
+        first, second = (self._text.encode(t, allowed_special=allowed_special, disallowed_special=disallowed_special)
+                         for t in (text, pair))
+        if self.vocab.template is None or not add_special_tokens:
+            return first + second
+        return self.vocab.template.around(first, second)
+
+    def _with_template(self, ids: list[int], add_special_tokens: bool) -> list[int]:
+        if self.vocab.template is None or not add_special_tokens:
+            return ids
+        return self.vocab.template.around(ids)
 
     def encode_batch(self, text: list[str], *, num_threads: int = 8, allowed_special: Allowed = frozenset(),
-                     disallowed_special: Disallowed = "all") -> list[list[int]]:
+                     disallowed_special: Disallowed = "all", add_special_tokens: bool = True) -> list[list[int]]:
         """encode of each text, on num_threads threads (each thread keeps its own caches)."""
-        encode = partial(self.encode, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        encode = partial(self.encode, allowed_special=allowed_special, disallowed_special=disallowed_special,
+                         add_special_tokens=add_special_tokens)
         return _on_threads(encode, text, num_threads)
 
-    def encode_ordinary_batch(self, text: list[str], *, num_threads: int = 8) -> list[list[int]]:
-        return _on_threads(self.encode_ordinary, text, num_threads)
+    def encode_ordinary_batch(self, text: list[str], *, num_threads: int = 8, add_special_tokens: bool = True) -> list[list[int]]:
+        return _on_threads(partial(self.encode_ordinary, add_special_tokens=add_special_tokens), text, num_threads)
 
-    def encode_to_numpy(self, text: str, *, allowed_special: Allowed = frozenset(), disallowed_special: Disallowed = "all"):
+    def encode_to_numpy(self, text: str, *, allowed_special: Allowed = frozenset(), disallowed_special: Disallowed = "all",
+                        add_special_tokens: bool = True):
         """encode's ids as a numpy uint32 array."""
         import numpy as np
 
-        return np.array(self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special), dtype=np.uint32)
+        ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special,
+                          add_special_tokens=add_special_tokens)
+        return np.array(ids, dtype=np.uint32)
 
     def _encode_bytes(self, text: bytes) -> list[int]:
         """Ids of raw bytes, as tiktoken's Encoding._encode_bytes (see TextEncoder.encode_bytes).
@@ -151,8 +190,9 @@ class Tokenizer:
 
     def encode_documents(self, documents: list[str] | list[bytes], *, eot: int | None = None, dtype="uint32"):
         """Ids of many documents as one numpy array, each followed by eot (if given), and the
-        position where each document's ids end. Special tokens in them count as text. Documents
-        may be valid UTF-8 bytes (as inputs read them for the bulk engine).
+        position where each document's ids end. Special tokens in them count as text, and no
+        template is added (a shard run takes its bos and eot instead). Documents may be valid
+        UTF-8 bytes (as inputs read them for the bulk engine).
 
         Example (GPT-2): ["hello", "world"], eot=50256 -> ([31373, 50256, 6894, 50256], [2, 4])
         """

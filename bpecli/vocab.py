@@ -33,12 +33,24 @@ class Vocab:
     special_tokens: dict[str, int] = field(default_factory=dict)
     pattern: str = ""
     normalize: tuple[str, ...] = ()  # steps applied to text before it is split (see normalize.py)
+    # Hugging Face's ByteLevel add_prefix_space: a space before a text (each text between special
+    # tokens) that does not start with one, so its first word encodes as every other word does
+    add_prefix_space: bool = False
+    template: Template | None = None  # the special tokens encode adds around a text (see Template)
+    # special tokens that take the whitespace beside them when they are found in a text, as Hugging
+    # Face's lstrip and rstrip do (RoBERTa's <mask>): token -> (left, right)
+    strips: dict[str, tuple[bool, bool]] = field(default_factory=dict)
     trained_merges: tuple[tuple[bytes, bytes], ...] = field(default=(), repr=False)  # as train() made them
     files: tuple[str, ...] = ()  # the files it was read from, if any...
     file_digests: tuple[bytes, ...] = field(default=(), repr=False)  # ...and the sha256 of each, as read
 
     def __post_init__(self):
         check_special_tokens(self.special_tokens)
+        if self.template is not None:
+            self.template.check(self.special_ids)
+        unknown = [token for token in self.strips if token not in self.special_tokens]
+        if unknown:
+            raise BpecliError(f"{unknown[0]!r} takes the whitespace beside it, but is no special token")
         object.__setattr__(self, "normalize", check_normalize(self.normalize))
         if self.file_digests and len(self.file_digests) != len(self.files):
             raise ValueError(f"{len(self.file_digests)} digests for {len(self.files)} files")
@@ -50,6 +62,12 @@ class Vocab:
     def __setstate__(self, state: dict) -> None:
         for name, value in state.items():
             object.__setattr__(self, name, value)
+
+    @property
+    def adds(self) -> bool:
+        """Whether encode does more to a text than split and merge it (a space before it, a template,
+        special tokens that take whitespace): what GPT-2's and tiktoken's files cannot say."""
+        return self.add_prefix_space or self.template is not None or bool(self.strips)
 
     @property
     def vocab_size(self) -> int:
@@ -101,7 +119,68 @@ class Vocab:
         digest.update(json.dumps([self.pattern, sorted(self.special_tokens.items())]).encode())
         if self.normalize:  # (tokenizers without it keep the fingerprint they had)
             digest.update(json.dumps(self.normalize).encode())
+        if self.add_prefix_space or self.template or self.strips:  # (likewise)
+            digest.update(json.dumps([self.add_prefix_space, self.template and self.template.as_json(),
+                                      sorted(self.strips.items())]).encode())
         return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Template:
+    """The special tokens Hugging Face's post-processor (TemplateProcessing, RobertaProcessing,
+    BertProcessing) puts around the ids of one text (single) or of two (pair): ids of special
+    tokens, with "A" and "B" where the texts' own ids go. encode adds them unless told not to
+    (add_special_tokens=False), as Hugging Face does.
+
+    Example: Template(single=(1, "A"), pair=(1, "A", 1, "B")).around([5, 6]) -> [1, 5, 6]
+    """
+
+    single: tuple[int | str, ...]
+    pair: tuple[int | str, ...] | None = None  # None: the two texts' ids, one after the other
+
+    def around(self, first: list[int], second: list[int] | None = None) -> list[int]:
+        """The ids of the text (or the two texts) with the template's special tokens around them."""
+        # without a pair form, a pair is the two texts one after the other (TemplateProcessing's default)
+        form = self.single if second is None else self.pair or ("A", "B")
+        ids: list[int] = []
+        for part in form:
+            if part == "A":
+                ids += first
+            elif part == "B":
+                ids += second or []
+            else:
+                ids.append(part)  # type: ignore[arg-type]
+        return ids
+
+    def check(self, special_ids: dict[int, str]) -> None:
+        """Each id of the template is a special token's, and each form holds its texts once."""
+        for name, form, texts in (("single", self.single, ["A"]), ("pair", self.pair, ["A", "B"])):
+            if form is None:
+                continue
+            if sorted(part for part in form if isinstance(part, str)) != texts:
+                raise BpecliError(f"the template's {name} form should hold {' and '.join(texts)} once"
+                                  f"{' each' if len(texts) > 1 else ''}, not {list(form)}")
+            unknown = [part for part in form if not isinstance(part, str) and part not in special_ids]
+            if unknown:
+                raise BpecliError(f"the template's {name} form adds id {unknown[0]!r}, which is no special token's; "
+                                  "a template adds special tokens only")
+
+    @property
+    def prefix(self) -> tuple[int, ...]:
+        """The ids single puts before the text."""
+        return tuple(self.single[: self.single.index("A")])  # type: ignore[arg-type]
+
+    @property
+    def suffix(self) -> tuple[int, ...]:
+        """The ids single puts after the text."""
+        return tuple(self.single[self.single.index("A") + 1 :])  # type: ignore[arg-type]
+
+    def shown(self, special_ids: dict[int, str]) -> str:
+        """The single form as people read it: "<s> TEXT </s>"."""
+        return " ".join(special_ids[part] if isinstance(part, int) else "TEXT" for part in self.single)
+
+    def as_json(self) -> dict:
+        return {"single": list(self.single), **({"pair": list(self.pair)} if self.pair is not None else {})}
 
 
 def check_special_tokens(special_tokens: dict[str, int]) -> None:

@@ -35,6 +35,9 @@ def train(
     workers: Annotated[int, whole_option(1, help="Processes that count pre-tokens (at most the CPUs this process may use).", show_default="all of them")] = cpus(),
     scheduler: SchedulerOption = None,
     normalize: Annotated[list[str], typer.Option(help="Normalize text first: nfc, nfd, nfkc, nfkd, lowercase (repeatable or comma-separated; in order). Encode applies it too.")] = [],
+    add_prefix_space: Annotated[bool, typer.Option("--add-prefix-space", help="A space before each text that does not start with one, so its first word is counted and encoded as any other (Hugging Face's add_prefix_space, written into tokenizer.json).")] = False,
+    bos: Annotated[Optional[str], typer.Option(help="A special token that encode puts before each text (a TemplateProcessing in tokenizer.json; transformers' bos_token). [default: none]")] = None,
+    eos: Annotated[Optional[str], typer.Option(help="A special token that encode puts after each text (as --bos; transformers' eos_token). [default: none]")] = None,
     min_frequency: Annotated[int, whole_option(0, help="Stop when the best pair is rarer than this.")] = 0,
     text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
     errors: Annotated[Errors, typer.Option(help="Invalid UTF-8: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
@@ -49,7 +52,8 @@ def train(
 
     check_apart(out, inputs)
     check_writable(out, force=force)  # before the long count, not after it
-    with streams_spooled(inputs, separators=special, errors=errors.value) as pairs:
+    separators = [*special, *(token for token in (bos, eos) if token is not None)]
+    with streams_spooled(inputs, separators=separators, errors=errors.value) as pairs:
         tokenizer = train_tokenizer(
             pairs,
             text_column=text_column,
@@ -59,6 +63,9 @@ def train(
             workers=workers,
             scheduler=scheduler,
             normalize=normalize,
+            add_prefix_space=add_prefix_space,
+            bos=bos,
+            eos=eos,
             min_frequency=min_frequency,
             errors=errors.value,
             progress=render.progress(quiet),
@@ -73,6 +80,7 @@ def encode(
     format: Annotated[Format, typer.Option("--format", "-f", help="ids, tokens, json or count.")] = Format.ids,
     lines: Annotated[bool, typer.Option("--lines", help="Encode each line of a text input on its own, one output line each (JSONL and Parquet give a line per record anyway).")] = False,
     special: Annotated[Special, typer.Option(help="all: special tokens in the text become their ids; none: plain text.")] = Special.all,
+    add_special_tokens: Annotated[bool, typer.Option("--add-special-tokens/--no-add-special-tokens", help="Put the tokenizer's template tokens (a Hugging Face post-processor, or train --bos/--eos) around each text, as Hugging Face's encode does; with --out they are each document's --bos and --eot.")] = True,
     out: Annotated[Optional[Path], typer.Option(help="Write token shards and manifest.json into this folder.")] = None,
     shard_tokens: Annotated[int, whole_option(1, help="Tokens per shard (the last one holds the rest).")] = 100_000_000,
     workers: Annotated[int, whole_option(1, help="Processes that encode, with --out (at most the CPUs this process may use).", show_default="all of them")] = cpus(),
@@ -97,7 +105,8 @@ def encode(
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if out is None:
         stdout = binary_stdout()
-        write_ids(tok, inputs or ["-"], format, lines, special is Special.all, text_column, errors.value, stdout)
+        write_ids(tok, inputs or ["-"], format, lines, special is Special.all, text_column, errors.value, stdout,
+                  add_special_tokens=add_special_tokens)
         stdout.flush()
         return
     from ..inputs.sources import streams_spooled
@@ -105,6 +114,8 @@ def encode(
     from ..shards import write_shards
 
     eot_id, bos_id = resolve_eot(tok, eot), resolve_token(tok, bos, "bos")
+    if add_special_tokens and tok.template is not None:
+        bos_id, eot_id = _template_ends(tok, bos_id, eot_id, bos_given=bos is not None, eot_given=eot is not None)
     with streams_spooled(inputs or ["-"], separators=document_separators(tok.special_tokens), errors=errors.value) as pairs:
         run = write_shards(
             tok, pairs, out, shard_tokens=shard_tokens, workers=workers, scheduler=scheduler, eot=eot_id, text_column=text_column,
@@ -226,6 +237,17 @@ def bench(
     if as_json:
         return render.print_json(report)
     render.bench_view(report, workers, repeat, against is not None)
+
+
+def _template_ends(tok, bos: int | None, eot: int | None, *, bos_given: bool, eot_given: bool) -> tuple[int | None, int | None]:
+    """The bos and eot of shards: the tokens the tokenizer's template puts before and after a text
+    (one each at most), where --bos and --eot are not given."""
+    prefix, suffix = tok.template.prefix, tok.template.suffix
+    for given, ids, flag, where in ((bos_given, prefix, "--bos", "before"), (eot_given, suffix, "--eot", "after")):
+        if not given and len(ids) > 1:
+            raise BpecliError(f"the tokenizer's template puts {len(ids)} tokens {where} each text, and a shard run "
+                              f"takes one {flag}: give {flag}, or --no-add-special-tokens")
+    return (bos if bos_given or not prefix else prefix[0]), (eot if eot_given or not suffix else suffix[0])
 
 
 def _load_tokenizer(path: Path, pattern: str | None, special_ids: list[str] | None):

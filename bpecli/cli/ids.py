@@ -18,8 +18,10 @@ _LONG_UNIT = 1 << 22
 
 
 def write_ids(tok, inputs: list[str], format: Format, lines: bool, allow_special: bool, text_column: str, errors: str,
-              stdout) -> None:
-    """A line of ids for each text input (each of its lines with lines), JSONL line or Parquet row."""
+              stdout, *, add_special_tokens: bool = True) -> None:
+    """A line of ids for each text input (each of its lines with lines), JSONL line or Parquet row,
+    with the tokenizer's template around each (add_special_tokens). A tokenizer that adds to its
+    text (a template, add_prefix_space) reads a text whole: its parts would each get what it adds."""
     from ..inputs.utf8 import ERRORS_HINT
     from ..inputs.sources import input_kind
     from ..inputs.documents import read_records, read_text
@@ -32,7 +34,7 @@ def write_ids(tok, inputs: list[str], format: Format, lines: bool, allow_special
             # record (as tiktoken's encode_batch gives a list each), never the JSON syntax as text
             numbered: Any = read_records(name, text_column=text_column, errors=errors)
             key = "row" if input_kind(name)[0] == "parquet" else "line"
-        elif reads_whole(name):
+        elif reads_whole(name) or _adds(tok):
             text = read_text(name, errors=errors, hint=ERRORS_HINT)
             units = text.split("\n") if lines else [text]
             if lines and text.endswith("\n"):
@@ -48,14 +50,26 @@ def write_ids(tok, inputs: list[str], format: Format, lines: bool, allow_special
                 where = {key: number} if key else {}
                 _write_ids_line(tok, safe_blocks(unit, _LONG_UNIT), format, allow_special, name, where, stdout)
                 continue
-            ids = tok.encode(unit, allowed_special="all") if allow_special else tok.encode_ordinary(unit)
+            ids = _encode(tok, unit, allow_special, add_special_tokens)
             stdout.write((ids_line(tok, ids, format, name, number if key else None, key or "line") + "\n").encode())
 
 
+def _encode(tok, text: str, allow_special: bool, add_special_tokens: bool = False) -> list[int]:
+    if allow_special:
+        return tok.encode(text, allowed_special="all", add_special_tokens=add_special_tokens)
+    return tok.encode_ordinary(text, add_special_tokens=add_special_tokens)
+
+
+def _adds(tok) -> bool:
+    """Whether the tokenizer adds to each text it encodes (a template, a space before it) or takes
+    whitespace beside special tokens: a text cut into parts would not encode as the whole."""
+    return tok.vocab.adds
+
+
 def _cuts_safely(tok, allow_special: bool) -> bool:
-    """Whether text cut at safe cuts encodes as the whole: a preset pattern, and no special token
-    that a safe cut could fall inside (one holding a newline)."""
-    return is_preset(tok.pattern) and not (allow_special and any("\n" in t for t in tok.special_tokens))
+    """Whether text cut at safe cuts encodes as the whole: a preset pattern, no special token
+    that a safe cut could fall inside (one holding a newline), and nothing added to each text."""
+    return is_preset(tok.pattern) and not (allow_special and any("\n" in t for t in tok.special_tokens)) and not _adds(tok)
 
 
 def _lines_in_parts(name: str, errors: str):
@@ -94,7 +108,7 @@ def _write_ids_line(tok, texts, format: Format, allow_special: bool, name: str, 
     if format is Format.json:
         stdout.write((json.dumps({"input": redact(name), **where})[:-1] + ', "ids": [').encode())
     for text in texts:
-        ids = tok.encode(text, allowed_special="all") if allow_special else tok.encode_ordinary(text)
+        ids = _encode(tok, text, allow_special)  # (a tokenizer that adds to its text never comes here)
         if ids and format is not Format.count:
             rendered = ids_line(tok, ids, Format.tokens if format is Format.tokens else Format.ids, name, None)
             stdout.write((gap + (rendered.replace(" ", ", ") if format is Format.json else rendered)).encode())

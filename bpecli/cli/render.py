@@ -121,13 +121,17 @@ def train_summary(tokenizer, out: Path, vocab_size: int, min_frequency: int, qui
         info = describe(tokenizer)
         print_json({"out": str(out), "vocab_size": tokenizer.vocab_size, "vocab_size_asked": vocab_size,
                     "merges": len(tokenizer.merges), "special_tokens": info["special_tokens"], "pattern": info["pattern"],
-                    "normalize": info["normalize"],
+                    "normalize": info["normalize"], "add_prefix_space": info["add_prefix_space"], "template": info["template"],
                     "files": sorted(p.name for p in out.iterdir())})
     elif not quiet:
         typer.echo(f"trained {tokenizer.vocab_size} tokens ({len(tokenizer.merges)} merges) into {out}", err=True)
     if tokenizer.normalize and not quiet:
         typer.echo(f"bpecli: note: {', '.join(tokenizer.normalize)} is in tokenizer.json and bpecli.json; tokenizer.tiktoken "
                    "and vocab.json/merges.txt cannot say it: normalize text yourself before tiktoken encodes it", err=True)
+    if tokenizer.vocab.adds and not quiet:
+        from ..formats.bpecli_json import ranks_file_lacks
+
+        typer.echo(f"bpecli: note: {ranks_file_lacks(tokenizer.vocab)}", err=True)
 
 
 def shards_summary(run, out: Path, quiet: bool, as_json: bool) -> None:
@@ -297,6 +301,12 @@ def tokenizer_view(info: dict) -> None:
     shown.print(f"[bold]pattern[/] {pattern if len(pattern) < 66 else pattern[:63] + '...'}", markup=True)
     if info["normalize"]:
         shown.print(f"[bold]normalize[/] {', '.join(info['normalize'])}", markup=True)
+    if info.get("add_prefix_space"):
+        shown.print("[bold]add prefix space[/] a space before each text that does not start with one", markup=True)
+    if info.get("template"):
+        from rich.markup import escape  # a token such as [INST] is no markup
+
+        shown.print(f"[bold]template[/] {escape(info['template'])}", markup=True)
     for special, rank in info["special_tokens"].items():
         shown.print(f"[bold]special[/] {special} = {rank}", markup=True)
     shown.print()

@@ -87,7 +87,12 @@ class TextEncoder:
         """Ids of text with special tokens treated as plain text."""
         if self._normalized is not None:
             text = self._normalized(text)
-        return self._encode_normalized(text)
+        return self._encode_normalized(self._prefixed(text))
+
+    def _prefixed(self, text: str) -> str:
+        """text with the space add_prefix_space puts before it, as Hugging Face's ByteLevel does:
+        before a text that is not empty and does not start with one."""
+        return " " + text if self.vocab.add_prefix_space and text and text[0] != " " else text
 
     def _encode_normalized(self, text: str) -> list[int]:
         if len(text) >= _BULK_TEXT and self.bulk is not None:
@@ -127,8 +132,11 @@ class TextEncoder:
         if not allowed:
             return self.encode_ordinary(text)
         parts = self._special_finder(frozenset(allowed)).split(text)
+        if self.vocab.strips:
+            _strip_beside(parts, self.vocab.strips)
         if self._normalized is not None:  # the text between special tokens, as Hugging Face does
             parts[::2] = map(self._normalized, parts[::2])
+        parts[::2] = map(self._prefixed, parts[::2])  # each text between special tokens, as Hugging Face does
         if len(text) >= _BULK_TEXT and self.bulk is not None:
             found = self._encode_long_text(parts[::2], [specials[p] for p in parts[1::2]])
             if found is not None:
@@ -148,13 +156,15 @@ class TextEncoder:
         if self.vocab.normalize:
             raise BpecliError("this tokenizer normalizes text, and bytes that are not UTF-8 are no text to normalize; "
                               "decode them first")
+        if self.vocab.add_prefix_space and text[:1] not in (b"", b" "):
+            text = b" " + text
         try:
-            return self.encode_ordinary(text.decode("utf-8"))
+            return self._encode_normalized(text.decode("utf-8"))
         except UnicodeDecodeError as e:
             valid_up_to = e.start
         valid = text[:valid_up_to].decode("utf-8")
         pieces = self._findall(valid)
-        ids = self.encode_ordinary(valid)
+        ids = self._encode_normalized(valid)
         decoder = self.vocab.decoder
         last = len(self.encode_piece(pieces[-1].encode("utf-8"))) if pieces else 0
         while 0 < last < len(ids) and _all_space(decoder[ids[-1]]) and _all_space(decoder[ids[-last - 1]]):
@@ -185,11 +195,16 @@ class TextEncoder:
 
         if documents and isinstance(documents[0], bytes):
             if self._normalized is None and self.bulk is not None:
-                return self._bulk_encode(cast("list[bytes]", documents), eot, dtype)
+                data = cast("list[bytes]", documents)
+                if self.vocab.add_prefix_space:
+                    data = [b" " + d if d[:1] not in (b"", b" ") else d for d in data]
+                return self._bulk_encode(data, eot, dtype)
             documents = [cast(bytes, d).decode("utf-8") for d in documents]
         texts = cast("list[str]", documents)
         if self._normalized is not None:
             texts = list(map(self._normalized, texts))
+        if self.vocab.add_prefix_space:
+            texts = list(map(self._prefixed, texts))
         if self.bulk is not None:
             try:
                 data = [d.encode("utf-8") for d in texts]
@@ -271,6 +286,25 @@ def _blocks(text: str, size: int = _BLOCK_CHARS) -> list[str]:
         start = found.start()
     blocks.append(text[start:])
     return blocks
+
+
+# What Hugging Face's lstrip and rstrip take: Unicode's White_Space (Rust's char::is_whitespace),
+# not str.isspace(), which takes the separators U+001C to U+001F too.
+_WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+
+
+def _strip_beside(parts: list[str], strips: dict[str, tuple[bool, bool]]) -> None:
+    """The texts between special tokens (parts[::2]) without the whitespace that a special token
+    beside them takes (lstrip: before it; rstrip: after it), as Hugging Face matches them.
+
+    Example: ["a ", "<mask>", " b"] with <mask> lstrip -> ["a", "<mask>", " b"]
+    """
+    for i in range(1, len(parts), 2):
+        left, right = strips.get(parts[i], (False, False))
+        if left:
+            parts[i - 1] = parts[i - 1].rstrip(_WHITE_SPACE)
+        if right:
+            parts[i + 1] = parts[i + 1].lstrip(_WHITE_SPACE)
 
 
 def _all_space(token: bytes) -> bool:

@@ -7,24 +7,36 @@ from __future__ import annotations
 import json
 import os
 import zlib
+from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 from .. import folders
 from ..errors import BpecliError, TokenizerFileError
 from ..normalize import check as check_normalize
-from ..vocab import Vocab
+from ..vocab import Template, Vocab
 from .common import checked, pattern_of
 from .tiktoken import parse_tiktoken
+
+
+# The format_version of a bpecli.json whose tokenizer adds to the text it encodes (add_prefix_space,
+# a template): a bpecli that reads only version 1 refuses it, rather than give other ids.
+ADDING_VERSION = folders.FORMAT_VERSION + 1
 
 
 def write_bpecli_json(vocab: Vocab, path: Path, *, files: dict[str, dict] | None = None) -> None:
     """bpecli.json: the pattern, special tokens and normalization the ranks file does not hold, and
     (files) the size and CRC-32 of each file written with it."""
+    adds = vocab.adds
     document = {
-        "format_version": folders.FORMAT_VERSION,
+        "format_version": ADDING_VERSION if adds else folders.FORMAT_VERSION,
         "pattern": vocab.pattern,
         "special_tokens": vocab.special_tokens,
         **({"normalize": list(vocab.normalize)} if vocab.normalize else {}),
+        **({"add_prefix_space": True} if vocab.add_prefix_space else {}),
+        **({"template": vocab.template.as_json()} if vocab.template else {}),
+        **({"strips": {token: list(sides) for token, sides in vocab.strips.items()}} if vocab.strips else {}),
+        **({"ranks_file_lacks": ranks_file_lacks(vocab)} if adds else {}),
         "vocab_size": vocab.vocab_size,
         "ranks_file": "tokenizer.tiktoken",
         **({"files": files} if files else {}),
@@ -37,9 +49,10 @@ def load_bpecli(generation: folders.Generation, name: str, document: dict, patte
     """The vocabulary of a bpecli.json (document) and the ranks file it names."""
     path = generation.path / name
     version = document.get("format_version")
-    if type(version) is not int or version != folders.FORMAT_VERSION:
+    if type(version) is not int or version not in (folders.FORMAT_VERSION, ADDING_VERSION):
         raise TokenizerFileError(
-            f"{path}: format_version {json.dumps(version)[:20]} is not {folders.FORMAT_VERSION}, the one this bpecli reads; "
+            f"{path}: format_version {json.dumps(version)[:20]} is not {folders.FORMAT_VERSION} or {ADDING_VERSION}, the ones "
+            "this bpecli reads; "
             "retrain it, or use a bpecli of that version"
         )
     ranks_file = document.get("ranks_file", "tokenizer.tiktoken")
@@ -59,7 +72,7 @@ def load_bpecli(generation: folders.Generation, name: str, document: dict, patte
         raise TokenizerFileError(f"{path}: says {json.dumps(size)[:20]} tokens, but {ranks_file} and its special tokens "
                                  f"have {len(ranks) + len(found):,}; the folder mixes files of two tokenizers: "
                                  "train it again, or copy the whole folder")
-    return checked(
+    vocab = checked(
         path,
         ranks,
         specials if specials is not None else found,
@@ -67,6 +80,50 @@ def load_bpecli(generation: folders.Generation, name: str, document: dict, patte
         [path, ranks_path],
         normalize=_normalize_of(path, document.get("normalize") or []),
     )
+    prefix, template = _additions_of(path, document)
+    strips = document.get("strips", {})
+    if not isinstance(strips, dict) or not all(isinstance(v, list) and len(v) == 2 and all(isinstance(b, bool) for b in v)
+                                               for v in strips.values()):
+        raise TokenizerFileError(f"{path}: 'strips' should map special tokens to [left, right], e.g. {{\"<mask>\": [true, false]}}")
+    try:
+        return replace(vocab, add_prefix_space=prefix, template=template,
+                       strips={token: (sides[0], sides[1]) for token, sides in strips.items()})
+    except BpecliError as e:  # a template whose ids are no special tokens (of --special-ids, say)
+        raise TokenizerFileError(f"{path}: {e.args[0]}") from None
+
+
+def ranks_file_lacks(vocab: Vocab) -> str:
+    """What tokenizer.tiktoken (ranks only) and vocab.json + merges.txt cannot carry of a tokenizer
+    that adds to its text, and what a reader of those files must do instead."""
+    said = []
+    if vocab.add_prefix_space:
+        said.append("a space before each text that does not start with one (encode ' ' + text)")
+    if vocab.template:
+        shown = " ".join(f"{vocab.special_ids[part]}={part}" if isinstance(part, int) else "TEXT"
+                         for part in vocab.template.single)
+        said.append(f"the special tokens around each text ({shown}: put those ids around the ids of the text)")
+    if vocab.strips:
+        said.append(f"the whitespace that {', '.join(vocab.strips)} take beside them (strip it from the text beside them)")
+    return ("tokenizer.tiktoken and vocab.json + merges.txt hold the ranks only, not " + " nor ".join(said) +
+            ". bpecli and Hugging Face (tokenizer.json) add them; tiktoken, and GPT-2 readers of vocab.json, do not: "
+            "do it yourself around their encode.")
+
+
+def _additions_of(path: Path, document: dict) -> tuple[bool, Template | None]:
+    """add_prefix_space and the template a bpecli.json records."""
+    prefix = document.get("add_prefix_space", False)
+    if not isinstance(prefix, bool):
+        raise TokenizerFileError(f"{path}: 'add_prefix_space' should be true or false")
+    found = document.get("template")
+    if found is None:
+        return prefix, None
+    forms = [found.get(name) if isinstance(found, dict) else None for name in ("single", "pair")]
+    for form in forms[: 2 if forms[1] is not None else 1]:
+        if not isinstance(form, list) or not all(part in ("A", "B") or type(part) is int for part in form):
+            raise TokenizerFileError(f"{path}: 'template' should be {{\"single\": [...], \"pair\": [...]}} of special "
+                                     "token ids and \"A\", \"B\" for the texts")
+    single, pair = cast(list, forms[0]), forms[1]
+    return prefix, Template(single=tuple(single), pair=tuple(pair) if pair is not None else None)
 
 
 def _check_written(path: Path, files, ranks_file: str, data: bytes) -> None:

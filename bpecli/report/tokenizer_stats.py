@@ -72,6 +72,9 @@ def describe(tok: Tokenizer, top: int = 10) -> dict:
         "special_tokens": dict(sorted(tok.special_tokens.items(), key=lambda item: item[1])),
         "pattern": next((name for name, p in PATTERNS.items() if p == tok.pattern), tok.pattern),
         "normalize": list(tok.normalize),
+        "add_prefix_space": tok.add_prefix_space,
+        # what encode puts around a text, e.g. "<s> TEXT </s>" (None without a template)
+        "template": tok.template.shown(tok.special_ids) if tok.template else None,
         "longest_tokens": [{"id": rank, "token": render_token(token), "bytes": len(token)} for token, rank in longest],
         "byte_lengths": dict(sorted(Counter(len(token) for token in tok.ranks).items())),
         "first_merges": [merge(a, b) for a, b in first],
@@ -110,7 +113,7 @@ def tokenizer_figures(tok: Tokenizer, *, name: str, corpora: Sequence[str] = (),
     figures["growth"] = {side: growth_curve(t, every, known=sum(tokens[side])) for side, t in sides.items()}
     figures["words"] = split_differently(sides, every)
     text = _opening(samples)
-    figures["sample"] = {"text": text, "ids": {side: t.encode_ordinary(text) for side, t in sides.items()}}
+    figures["sample"] = {"text": text, "ids": {side: t.encode_ordinary(text, add_special_tokens=False) for side, t in sides.items()}}
     return figures
 
 
@@ -203,7 +206,7 @@ def split_differently(sides: dict[str, Tokenizer], documents: list[bytes]) -> di
     for document in documents:
         counts.update(_WORD.findall(document.decode("utf-8", "surrogatepass")))
     common = counts.most_common(WORDS)
-    splits = {side: [t.encode_ordinary(word) for word, _ in common] for side, t in sides.items()}
+    splits = {side: [t.encode_ordinary(word, add_special_tokens=False) for word, _ in common] for side, t in sides.items()}
     differ = [i for i in range(len(common)) if len({tuple(_bytes(sides[s], splits[s][i])) for s in sides}) > 1]
     return {
         "words": len(common),

@@ -166,6 +166,7 @@ class _Counter:
     text_column: str
     errors: str
     normalized: Callable[[str], str] | None  # the text as the tokenizer will split it (see normalize.py)
+    add_prefix_space: bool  # a space before each document, as encode puts one (parts are whole documents then)
     # each thread's pieces counted so far (a worker's threads on Dask share one _Counter), made
     # afresh once it grows past its limit
     threads: PerThread[Numbered] = field(default_factory=lambda: PerThread(Numbered, lambda n: n.size > Numbered.LIMIT))
@@ -175,9 +176,10 @@ class _Counter:
         return self.threads.get()
 
 
-def _setup(pattern: str, separators: list[str], text_column: str, errors: str, steps: tuple[str, ...]) -> _Counter:
+def _setup(pattern: str, separators: list[str], text_column: str, errors: str, steps: tuple[str, ...],
+           add_prefix_space: bool = False) -> _Counter:
     return _Counter(pattern, vectorised_splitter(pattern), Splitters.of(separators), text_column, errors,
-                    normalizer(steps) if steps else None)
+                    normalizer(steps) if steps else None, add_prefix_space)
 
 
 def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
@@ -187,10 +189,15 @@ def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
     found, _, _ = read_documents(part, splitters=counter.splitters, text_column=counter.text_column,
                                  errors=counter.errors, as_bytes=as_bytes, checksum=False)
     if found and isinstance(found[0], bytes):
-        return count_pieces(cast("list[bytes]", found), counter.split, counter.numbered), part.weight
+        data = cast("list[bytes]", found)
+        if counter.add_prefix_space:
+            data = [b" " + d if d[:1] not in (b"", b" ") else d for d in data]
+        return count_pieces(data, counter.split, counter.numbered), part.weight
     documents = cast("list[str]", found)
     if counter.normalized is not None:
         documents = list(map(counter.normalized, documents))
+    if counter.add_prefix_space:
+        documents = [" " + d if d[:1] not in ("", " ") else d for d in documents]
     if counter.split is not None:
         return count_pieces([d.encode("utf-8") for d in documents], counter.split, counter.numbered), part.weight
     findall = splitter(counter.pattern, source=arg("pattern"))
@@ -265,16 +272,18 @@ def count_pretokens(
     scheduler: str | None = None,
     errors: str = "strict",
     normalize: tuple[str, ...] = (),
+    add_prefix_space: bool = False,
     progress=None,
 ) -> PieceCounts:
     """Pre-token frequencies over the documents of all parts, counted by `workers` processes
     (or a Dask cluster's, given its scheduler); separators end documents in text
-    (pretokenize.document_separators).
+    (pretokenize.document_separators). add_prefix_space puts a space before each document (parts
+    must then hold whole documents).
 
     Example: one part "low low<|endoftext|>lower" -> {b"low": 1, b" low": 1, b"lower": 1} (to_dict)
     """
     total = Total()
-    args = (pattern, separators, text_column, errors, tuple(normalize))
+    args = (pattern, separators, text_column, errors, tuple(normalize), add_prefix_space)
     for counts, weight in map_in_order(_count_part, parts, workers=workers, setup=_setup, args=args, scheduler=scheduler):
         total.add(counts)
         if progress is not None:

@@ -14,7 +14,7 @@ from ..parallel import parallelism
 from ..pretokenize import SAFE_CUT, is_preset, resolve_pattern
 from ..progress import progress_bar
 from ..tokenizer import Tokenizer
-from ..vocab import check_special_tokens
+from ..vocab import Template, check_special_tokens
 from .counting import count_pretokens
 from .merges import merges_wanted, train_bpe
 
@@ -41,6 +41,9 @@ def train(
     errors: str = "strict",
     text_column: str = "text",
     normalize: tuple[str, ...] | list[str] = (),
+    add_prefix_space: bool = False,
+    bos: str | None = None,
+    eos: str | None = None,
     progress=None,
 ) -> Tokenizer:
     """Train a byte-level BPE on the documents of inputs (text, JSONL, Parquet, compressed: see
@@ -49,12 +52,15 @@ def train(
     i id 256 + i, and the special tokens take the last ids in the order given. normalize names the
     steps (normalize.STEPS: nfkc, lowercase...) applied to every document first, and by encode.
     progress, if given, makes a bar for each stage: progress(description, total, unit) -> an object
-    with update(n) and close().
+    with update(n) and close(). add_prefix_space puts a space before each document that does not
+    start with one, in counting and in encode, as Hugging Face's ByteLevel(add_prefix_space=True).
+    bos and eos are special tokens (added to special_tokens if not there) that encode puts before
+    and after each text, as a Hugging Face TemplateProcessing does.
 
     Example: train(["corpus.txt"], vocab_size=1000, special_tokens=["<|endoftext|>"]).save("tok")
     """
     # 1. Check the settings, before the long count.
-    special_tokens = list(dict.fromkeys(special_tokens))
+    special_tokens = list(dict.fromkeys([*special_tokens, *(t for t in (bos, eos) if t is not None)]))
     check_special_tokens(dict.fromkeys(special_tokens, 0))
     n_merges = merges_wanted(vocab_size, special_tokens)
     pattern = resolve_pattern(pattern)
@@ -62,7 +68,7 @@ def train(
     # 2. Cut the inputs into parts of whole documents (text without special tokens also where the
     #    preset patterns surely start a piece), sized for the workers.
     pairs = input_pairs(inputs)
-    safe_cut = SAFE_CUT if is_preset(pattern) else None
+    safe_cut = SAFE_CUT if is_preset(pattern) and not add_prefix_space else None  # (a prefix needs whole documents)
     total_bytes = input_bytes(pairs)
     part_bytes = counting_part_bytes(total_bytes, parallelism(workers, scheduler))
     separators = sorted(set(special_tokens))  # not document_separators: see its docstring
@@ -72,7 +78,7 @@ def train(
     with progress_bar(progress, "counting", total_bytes, "B") as bar:
         counts = count_pretokens(parts, pattern=pattern, separators=separators, text_column=text_column,
                                  workers=workers, scheduler=scheduler, errors=errors, normalize=normalize,
-                                 progress=bar)
+                                 add_prefix_space=add_prefix_space, progress=bar)
     if not counts:
         raise InputError(f"{', '.join(label for _, label in pairs)}: the corpus is empty (no text outside special tokens)")
     # 4. Merge.
@@ -85,4 +91,11 @@ def train(
     for left, right in merges:
         ranks[left + right] = len(ranks)
     specials = {token: len(ranks) + i for i, token in enumerate(special_tokens)}
-    return Tokenizer(ranks=ranks, special_tokens=specials, pattern=pattern, trained_merges=tuple(merges), normalize=normalize)
+    template = None
+    if bos is not None or eos is not None:  # single: <bos> A <eos>; pair: that, then <bos> B <eos>
+        before: list[int | str] = [specials[bos]] if bos is not None else []
+        after: list[int | str] = [specials[eos]] if eos is not None else []
+        single = (*before, "A", *after)
+        template = Template(single=single, pair=(*single, *before, "B", *after))
+    return Tokenizer(ranks=ranks, special_tokens=specials, pattern=pattern, trained_merges=tuple(merges), normalize=normalize,
+                     add_prefix_space=add_prefix_space, template=template)
