@@ -162,7 +162,7 @@ def test_encode_formats_and_lines(gpt2_vocab, tmp_path):
     assert run("encode", "-t", gpt2_vocab, text, "--lines").output == "31373 995\n5303 50256\n"
     assert run("encode", "-t", gpt2_vocab, text, "--lines", "-f", "count").output == "2\n2\n"
     assert run("encode", "-t", gpt2_vocab, text, "--lines", "-f", "tokens").output == "hello ␣world\nhi <|endoftext|>\n"
-    plain = run("encode", "-t", gpt2_vocab, text, "--lines", "--special", "none").output.splitlines()[1]
+    plain = run("encode", "-t", gpt2_vocab, text, "--lines", "--allowed-special", "none").output.splitlines()[1]
     assert "50256" not in plain.split()
     record = json.loads(run("encode", "-t", gpt2_vocab, text, "-f", "json").output)
     assert record == {"input": str(text), "ids": [31373, 995, 198, 5303, 50256, 198], "count": 6}

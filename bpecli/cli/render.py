@@ -110,6 +110,11 @@ def counted(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("s" if n != 1 else "")
 
 
+def note(message: str) -> None:
+    """A note on stderr, said even with --quiet: something the user should change."""
+    typer.echo(f"bpecli: note: {message}", err=True)
+
+
 def print_json(document) -> None:
     """document as indented JSON on stdout, non-ASCII text as it is."""
     stdout = binary_stdout()
