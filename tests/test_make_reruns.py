@@ -59,6 +59,8 @@ def test_force_resumes_an_interrupted_run_of_the_same_settings(gpt2, tiktoken_gp
     assert len(kept) > 2
     run = write_shards(gpt2, [str(corpus)], out, shard_tokens=5000, eot=EOT, force=True)
     assert run.status == "resumed" and run.kept_shards >= len(kept) - 1
+    # its throughput counts what it wrote, not the shards it kept
+    assert run.n_tokens == run.manifest["total_tokens"] - sum(s["tokens"] for s in run.manifest["shards"][:run.kept_shards])
     expected = []
     for document in corpus.read_text(encoding="utf-8").split("<|endoftext|>"):
         if document:

@@ -159,6 +159,7 @@ def shards_summary(run, out: Path, quiet: bool, as_json: bool) -> None:
             "out": str(out), "status": run.status, "total_tokens": m["total_tokens"], "total_documents": m["total_documents"],
             "shards": len(m["shards"]), "dtype": m["dtype"], "kept_shards": run.kept_shards, "seconds": round(run.seconds, 3),
             "bytes_read": run.n_bytes, "mb_per_s": round(run.n_bytes / 1e6 / max(run.seconds, 1e-9), 2),
+            "tokens_per_s": round(run.n_tokens / max(run.seconds, 1e-9)),
             **({"splits": m["splits"]} if "splits" in m else {}),
         })
     if quiet:
@@ -173,7 +174,7 @@ def shards_summary(run, out: Path, quiet: bool, as_json: bool) -> None:
                                     for name, split in m["splits"].items())
     typer.echo(
         f"wrote {counted(m['total_tokens'], 'token')} ({counted(m['total_documents'], 'document')}, {m['dtype']}) in "
-        f"{counted(len(m['shards']), 'shard')} to {out}{resumed}; {rates(run.n_bytes, m['total_tokens'], run.seconds)}",
+        f"{counted(len(m['shards']), 'shard')} to {out}{resumed}; {rates(run.n_bytes, run.n_tokens, run.seconds)}",
         err=True,
     )
 

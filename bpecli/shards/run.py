@@ -36,7 +36,8 @@ class ShardRun:
     status: str  # "written", "resumed" or "complete" (found finished, left alone)
     kept_shards: int = 0
     seconds: float = 0.0
-    n_bytes: int = 0
+    n_bytes: int = 0  # read by this run (decompressed), not by the run it resumed
+    n_tokens: int = 0  # written by this run
 
 
 def resolve_eot(tokenizer: Tokenizer, eot: str | None) -> int | None:
@@ -116,7 +117,7 @@ def write_shards(
             return ShardRun(out, found, "complete")
         while True:
             try:
-                manifest, n_bytes = _encode(tokenizer, pairs, out, settings, found, (workers, scheduler),
+                manifest, n_bytes, n_tokens = _encode(tokenizer, pairs, out, settings, found, (workers, scheduler),
                                             (eot, bos, val_fraction, shard_format, text_column, errors), progress, started)
                 break
             except ResumeMismatch:
@@ -125,11 +126,13 @@ def write_shards(
                 clear(out, keep=set())  # the kept shards are not what this run writes: rebuilt from nothing
                 found = []
         kept = found
-    return ShardRun(out, manifest, "resumed" if kept else "written", len(kept), time.perf_counter() - started, n_bytes)
+    return ShardRun(out, manifest, "resumed" if kept else "written", len(kept), time.perf_counter() - started, n_bytes,
+                    n_tokens)
 
 
-def _encode(tokenizer, pairs, out, settings, kept, where, options, progress, started) -> tuple[dict, int]:
-    """write_shards' run in a folder prepare()d, after the shards kept: the manifest and the bytes read."""
+def _encode(tokenizer, pairs, out, settings, kept, where, options, progress, started) -> tuple[dict, int, int]:
+    """write_shards' run in a folder prepare()d, after the shards kept: the manifest, the bytes
+    read and the tokens written."""
     workers, scheduler = where
     eot, bos, val_fraction, shard_format, text_column, errors = options
     separators = document_separators(tokenizer.special_tokens)
@@ -137,7 +140,7 @@ def _encode(tokenizer, pairs, out, settings, kept, where, options, progress, sta
     setup_args = (tokenizer, eot, bos, val_fraction, settings["dtype"], separators, text_column, errors)
     tokenizer.prepare_bulk()
     writer = ShardWriter(out, settings, kept, splits_of(val_fraction, shard_format))
-    n_bytes = 0
+    n_bytes, kept_tokens = 0, writer.total_tokens
     with progress_bar(progress, "encoding", input_bytes(pairs), "B") as bar:
         try:
             todo = parts_from(parts, writer.resume_part(), writer, separators, text_column, errors, bar)
@@ -149,12 +152,12 @@ def _encode(tokenizer, pairs, out, settings, kept, where, options, progress, sta
                 n_bytes += part_bytes
                 if bar is not None:
                     bar.update(part.weight)
-                    bar.set_postfix_str(rates(n_bytes, writer.total_tokens, time.perf_counter() - started))
+                    bar.set_postfix_str(rates(n_bytes, writer.total_tokens - kept_tokens, time.perf_counter() - started))
             check_unchanged(pairs, settings)
             manifest = writer.finish(pairs, max(tokenizer.decoder))
         finally:
             writer.discard()
-    return manifest, n_bytes
+    return manifest, n_bytes, writer.total_tokens - kept_tokens
 
 
 def rates(n_bytes: int, tokens: int, seconds: float) -> str:
