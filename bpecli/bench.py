@@ -3,6 +3,7 @@ ranks in the same run, with the ratio and an exactness check. The CLI prints the
 
 from __future__ import annotations
 
+import os
 import resource
 import statistics
 import sys
@@ -44,6 +45,10 @@ def peer_encoder(name: str, tok: Tokenizer, workers: int):
         except ModuleNotFoundError:  # not installed; one that cannot load says why itself
             raise BpecliError("tokenizers is not installed; pip install tokenizers (or bpecli[bench])") from None
         from .formats.hugging_face import write_tokenizer_json
+
+        # its threads are rayon's, sized once, from this variable, when it first encodes a batch in
+        # this process: `workers` of them, as tiktoken's num_threads
+        os.environ["RAYON_NUM_THREADS"] = str(workers)
 
         with tempfile.TemporaryDirectory() as folder:
             write_tokenizer_json(tok.vocab, Path(folder) / "tokenizer.json")

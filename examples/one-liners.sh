@@ -18,4 +18,4 @@ bpecli encode -t tok /tmp/docs.jsonl.gz --out /tmp/docs-shards --workers 2 --for
 bpecli inspect /tmp/docs-shards --json | python3 -c "import json, sys; print(json.load(sys.stdin)['total_tokens'], 'tokens')"
 
 # the first shard back to text
-bpecli decode -t tok shards/shard_00000.npy | head -c 200; echo
+bpecli decode -t tok shards/train_00000.npy | head -c 200; echo

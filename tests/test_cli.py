@@ -161,8 +161,8 @@ def test_encode_formats_and_lines(gpt2_vocab, tmp_path):
     assert run("encode", "-t", gpt2_vocab, text).output == "31373 995 198 5303 50256 198\n"
     assert run("encode", "-t", gpt2_vocab, text, "--lines").output == "31373 995\n5303 50256\n"
     assert run("encode", "-t", gpt2_vocab, text, "--lines", "-f", "count").output == "2\n2\n"
-    assert run("encode", "-t", gpt2_vocab, text, "--lines", "-f", "tokens").output == "hello Ġworld\nhi <|endoftext|>\n"
-    plain = run("encode", "-t", gpt2_vocab, text, "--lines", "--special", "none").output.splitlines()[1]
+    assert run("encode", "-t", gpt2_vocab, text, "--lines", "-f", "tokens").output == "hello ␣world\nhi <|endoftext|>\n"
+    plain = run("encode", "-t", gpt2_vocab, text, "--lines", "--allowed-special", "none").output.splitlines()[1]
     assert "50256" not in plain.split()
     record = json.loads(run("encode", "-t", gpt2_vocab, text, "-f", "json").output)
     assert record == {"input": str(text), "ids": [31373, 995, 198, 5303, 50256, 198], "count": 6}
@@ -459,7 +459,7 @@ def one_stderr_line(done) -> str:
         ("bpecli train {vocab} --vocab-size 300 --out x --workers 0", 2, "Invalid value for '--workers'"),
         ("bpecli encode -t {vocab} --dtype int8 --out x", 2, "'int8' is not one of"),
         ("bpecli nosuch", 2, "No such command 'nosuch'"),
-        ("bpecli train {vocab} --vocab-size 99999999999999999999 --out x", 1, "is too large: ids are 32-bit"),
+        ("bpecli train {vocab} --vocab-size 99999999999999999999 --out x", 2, "is above 2,147,483,647"),
     ],
 )
 def test_closed_and_full_streams_and_bad_ids_are_one_line(gpt2_vocab, script, status, message):

@@ -262,7 +262,7 @@ def test_plain_encode_prints_a_line_of_ids_per_record_never_the_json(gpt2_vocab,
         result = run("encode", "-t", gpt2_vocab, path)
         assert result.exit_code == 0, result.output
         assert result.output == "".join(" ".join(map(str, gpt2.encode(t, allowed_special="all"))) + "\n" for t in texts)
-        ordinary = run("encode", "-t", gpt2_vocab, path, "--special", "none").output.splitlines()
+        ordinary = run("encode", "-t", gpt2_vocab, path, "--allowed-special", "none").output.splitlines()
         assert ordinary == [" ".join(map(str, gpt2.encode_ordinary(t))) for t in texts]
     lines = run("encode", "-t", gpt2_vocab, paths[0], "-f", "json").output.splitlines()
     assert [(r["line"], r["count"]) for r in map(json.loads, lines)] == [(1, 2), (3, 0), (4, 2), (5, 10)]
@@ -278,7 +278,7 @@ def test_plain_encode_and_encode_out_read_the_same_documents(gpt2_vocab, gpt2, r
         out = tmp_path / f"out-{path.name}"
         assert run("encode", "-t", gpt2_vocab, path, "--out", out, "--eot", "none", "-q").exit_code == 0
         shard = np.load(out / "shard_00000.npy").tolist()
-        plain = run("encode", "-t", gpt2_vocab, path, "--special", "none").output.split()
+        plain = run("encode", "-t", gpt2_vocab, path, "--allowed-special", "none").output.split()
         assert shard == [int(i) for i in plain]
 
 
@@ -473,7 +473,7 @@ def test_plain_encode_of_a_large_file_in_parts_prints_what_reading_it_whole_does
     path = tmp_path / "big.txt"
     path.write_text(text, encoding="utf-8")
     (tmp_path / "big.txt.gz").write_bytes(gzip.compress(path.read_bytes()))
-    every = ([], ["--special", "none", "-f", "json"], ["-f", "tokens"], ["--lines", "-f", "count"])
+    every = ([], ["--allowed-special", "none", "-f", "json"], ["-f", "tokens"], ["--lines", "-f", "count"])
     wholes = [run("encode", "-t", gpt2_vocab, "-", *args, input=text) for args in every]
     assert all(whole.exit_code == 0 for whole in wholes)
     for module in (sources, parts):  # stdin (read whole) would be refused now

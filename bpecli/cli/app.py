@@ -60,7 +60,10 @@ class _Command(TyperCommand):
             out_of_memory(ctx)
 
 
+# -h as well as --help, for the app and every command
+HELP = {"help_option_names": ["-h", "--help"]}
 _APP = dict(
+    context_settings=HELP,
     help="Train byte-level BPE tokenizers and turn corpora into token ids and shards.",
     no_args_is_help=True,
     add_completion=True,  # --install-completion for bash, zsh, fish and PowerShell
@@ -68,7 +71,7 @@ _APP = dict(
 )
 app = typer.Typer(**_APP)  # type: ignore[arg-type]
 for _command in (commands.train, commands.encode, commands.decode, commands.inspect, commands.bench):
-    app.command(cls=_Command)(_command)
+    app.command(cls=_Command, context_settings=HELP)(_command)
 
 
 def _app_for(args: list[str]) -> typer.Typer:

@@ -12,14 +12,18 @@ from ..errors import BpecliError
 from ..parallel.local import keep_freed_memory
 from ..formats import check_writable
 from ..tokenizer import load
+from ..vocab import MAX_ID
 from ..pretokenize import document_separators
 from . import render
 from .ids import write_ids
 from .options import (
-    Dtype, Errors, Format, JsonOption, PatternOption, Peer, SchedulerOption, ShardFormat, Special, SpecialIdsOption,
-    TokenizerOption, cpus, fraction, whole_option,
+    FRACTION_METAVAR, AllowedSpecial, Dtype, Errors, Format, JsonOption, PatternOption, Peer, SchedulerOption, ShardFormat,
+    SpecialIdsOption, TokenizerOption, cpus, fraction, whole_option,
 )
 from .streams import binary_stdout
+
+# llm.c's header counts a shard's tokens in an int32
+LLMC_MAX_TOKENS = 2**31 - 1
 
 # corpus, trainer, shards, report and bench are imported inside functions: --help, --version and
 # shell completion load none of them, and each command only those it uses (numpy comes with the
@@ -28,7 +32,7 @@ from .streams import binary_stdout
 
 def train(
     inputs: Annotated[list[str], typer.Argument(help="Text (.txt), .jsonl, .parquet, .gz/.zst/.bz2 files; - reads stdin.", metavar="INPUT...")],
-    vocab_size: Annotated[int, whole_option(256, help="Bytes + merges + special tokens.")],
+    vocab_size: Annotated[int, whole_option(256, MAX_ID + 1, help="Bytes + merges + special tokens.")],
     out: Annotated[Path, typer.Option(help="Folder to write the tokenizer files into.")],
     special: Annotated[list[str], typer.Option(help="A special token, repeatable; it separates documents.")] = [],
     pattern: Annotated[str, typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex.")] = "gpt2",
@@ -46,7 +50,15 @@ def train(
     as_json: Annotated[bool, typer.Option("--json", help="A summary on stdout as JSON.")] = False,
 ) -> None:
     """Train a byte-level BPE tokenizer and write vocab.json, merges.txt, tokenizer.json,
-    tokenizer.tiktoken and bpecli.json into --out."""
+    tokenizer.tiktoken and bpecli.json into --out.
+
+    \b
+    Examples:
+      bpecli train corpus.txt --vocab-size 32000 --out tok
+      bpecli train a.txt --vocab-size 8000 --special '<|endoftext|>' --out tok
+      bpecli train docs.jsonl.gz more.parquet --vocab-size 8000 --out tok -q
+      cat *.txt | bpecli train - --vocab-size 4000 --out tok --json
+    """
     from ..inputs.sources import check_apart, streams_spooled
     from ..training import train as train_tokenizer
 
@@ -79,7 +91,8 @@ def encode(
     inputs: Annotated[Optional[list[str]], typer.Argument(help="Text (.txt), .jsonl, .parquet, .gz/.zst/.bz2 files; - or nothing reads stdin. Without --out: a line of ids per text file, or per JSONL line or Parquet row.", metavar="[INPUT...]")] = None,
     format: Annotated[Format, typer.Option("--format", "-f", help="ids, tokens, json or count.")] = Format.ids,
     lines: Annotated[bool, typer.Option("--lines", help="Encode each line of a text input on its own, one output line each (JSONL and Parquet give a line per record anyway).")] = False,
-    special: Annotated[Special, typer.Option(help="all: special tokens in the text become their ids; none: plain text.")] = Special.all,
+    allowed_special: Annotated[AllowedSpecial, typer.Option(help="all: special tokens in the text become their ids; none: the text is encoded as it is (as tiktoken's allowed_special).")] = AllowedSpecial.all,
+    special: Annotated[Optional[AllowedSpecial], typer.Option("--special", hidden=True, help="The former name of --allowed-special.")] = None,
     add_special_tokens: Annotated[bool, typer.Option("--add-special-tokens/--no-add-special-tokens", help="Put the tokenizer's template tokens (a Hugging Face post-processor, or train --bos/--eos) around each text, as Hugging Face's encode does; with --out they are each document's --bos and --eot.")] = True,
     out: Annotated[Optional[Path], typer.Option(help="Write token shards and manifest.json into this folder.")] = None,
     shard_tokens: Annotated[int, whole_option(1, help="Tokens per shard (the last one holds the rest).")] = 100_000_000,
@@ -90,9 +103,9 @@ def encode(
     dtype: Annotated[Dtype, typer.Option(help="Shard dtype: auto is uint16 when every id fits, else uint32.")] = Dtype.auto,
     shard_format: Annotated[ShardFormat, typer.Option(help="npy: .npy files; llmc: llm.c's .bin (256 int32 header: magic, version, token count); nanogpt: one raw train.bin (and val.bin).")] = ShardFormat.npy,
     bos: Annotated[Optional[str], typer.Option(help="Token written before every document: a special token or an id.", show_default="none")] = None,
-    val_fraction: Annotated[Optional[float], typer.Option(parser=fraction, help="Put about this fraction of the documents (chosen by a hash of each one's text) into val_* shards, the rest into train_*.")] = None,
+    val_fraction: Annotated[Optional[float], typer.Option(parser=fraction, metavar=FRACTION_METAVAR, help="Put about this fraction of the documents (chosen by a hash of each one's text) into val_* shards, the rest into train_*.")] = None,
     errors: Annotated[Errors, typer.Option(help="Invalid UTF-8 input: stop (strict) or use U+FFFD (replace).")] = Errors.strict,
-    force: Annotated[bool, typer.Option("--force", help="Rebuild --out even if it holds a finished or other run.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Make --out match this run: resume it if interrupted, keep it if finished (its shards verified), rebuild it if anything differs.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="With --out: the summary on stdout as JSON.")] = False,
     pattern: PatternOption = None,
@@ -100,12 +113,27 @@ def encode(
 ) -> None:
     """Encode text to token ids, printed on one line per text input (or per line with --lines) and
     per JSONL line or Parquet row;
-    with --out, encode a corpus into .npy shards (one document after another, each followed by --eot)."""
+    with --out, encode a corpus into .npy shards (one document after another, each followed by --eot).
+
+    \b
+    Examples:
+      echo -n "hello world" | bpecli encode -t tok
+      bpecli encode -t tok notes.txt --lines -f count
+      bpecli encode -t tok corpus.jsonl --out shards --val-fraction 0.005 --force
+      bpecli encode -t tok corpus.txt --out data --shard-format nanogpt
+    """
+    if special is not None:  # encode's --special clashed with train's --special TOKEN
+        render.note(f"encode --special is now --allowed-special (--allowed-special {special.value}); "
+                    "--special will be removed")
+        allowed_special = special
+    if out is not None and shard_format is ShardFormat.llmc and shard_tokens > LLMC_MAX_TOKENS:
+        raise typer.BadParameter(f"{shard_tokens:,} is above {LLMC_MAX_TOKENS:,}: llm.c's header counts tokens in an int32",
+                                 param_hint="'--shard-tokens'")
     keep_freed_memory()  # the command owns its process, as the workers own theirs
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if out is None:
         stdout = binary_stdout()
-        write_ids(tok, inputs or ["-"], format, lines, special is Special.all, text_column, errors.value, stdout,
+        write_ids(tok, inputs or ["-"], format, lines, allowed_special is AllowedSpecial.all, text_column, errors.value, stdout,
                   add_special_tokens=add_special_tokens)
         stdout.flush()
         return
@@ -127,12 +155,18 @@ def encode(
 
 def decode(
     tokenizer: TokenizerOption,
-    input: Annotated[str, typer.Argument(help="Whitespace-separated ids, or a shard (.npy or llm.c .bin); - reads stdin.")] = "-",
+    input: Annotated[str, typer.Argument(help="Whitespace-separated ids, or a shard (.npy or llm.c .bin); - reads stdin.", metavar="[INPUT]")] = "-",
     errors: Annotated[Errors, typer.Option(help="Ids that make invalid UTF-8: U+FFFD (replace) or an error (strict).")] = Errors.replace,
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,
 ) -> None:
-    """Decode token ids back to text, written with nothing added."""
+    """Decode token ids back to text, written with nothing added.
+
+    \b
+    Examples:
+      bpecli encode -t tok notes.txt | bpecli decode -t tok
+      bpecli decode -t tok shards/shard_00000.npy | head -c 500
+    """
     from ..inputs.documents import read_ids
 
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
@@ -149,7 +183,7 @@ def decode(
 
 
 def inspect(
-    target: Annotated[Path, typer.Argument(help="A tokenizer (any format encode takes) or a shard folder.")],
+    target: Annotated[Path, typer.Argument(help="A tokenizer (any format encode takes) or a shard folder.", metavar="TARGET")],
     text: Annotated[Optional[str], typer.Option(help="Show how this text splits; - reads stdin.")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Shard folder: re-hash every shard against the manifest.")] = False,
     compare: Annotated[Optional[list[Path]], typer.Option(help="Another tokenizer to set beside this one (repeatable); on --corpus too.")] = None,
@@ -161,7 +195,15 @@ def inspect(
     special_ids: SpecialIdsOption = None,
 ) -> None:
     """Show a tokenizer (beside others with --compare, on a --corpus), how a text splits into
-    tokens, or a shard folder; --report draws the same figures in an HTML page."""
+    tokens, or a shard folder; --report draws the same figures in an HTML page.
+
+    \b
+    Examples:
+      bpecli inspect tok
+      bpecli inspect tok --text "Hello, world"
+      bpecli inspect tok --compare gpt2/vocab.json --corpus a.txt --report a.html
+      bpecli inspect shards -t tok --verify
+    """
     from ..shards.layout import JOURNAL, MANIFEST
 
     if target.is_dir() and ((target / MANIFEST).exists() or (target / JOURNAL).exists()):
@@ -220,7 +262,7 @@ def _inspect_shards(folder: Path, tok, verify: bool, as_json: bool, report: Path
 
 def bench(
     tokenizer: TokenizerOption,
-    corpus: Annotated[str, typer.Argument(help="A UTF-8 text file (documents split at special tokens), or .jsonl / .parquet (a document per record).")],
+    corpus: Annotated[str, typer.Argument(help="A UTF-8 text file (documents split at special tokens), or .jsonl / .parquet (a document per record).", metavar="CORPUS")],
     against: Annotated[Optional[Peer], typer.Option(help="A peer built from the same ranks, timed in the same run.")] = None,
     workers: Annotated[int, whole_option(1, help="Processes for bpecli, threads for the peer.")] = 1,
     repeat: Annotated[int, whole_option(1, help="Runs of each; the median counts.")] = 3,
@@ -228,7 +270,13 @@ def bench(
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,
 ) -> None:
-    """Time encoding and decoding of a corpus, beside a peer tokenizer with the same ranks."""
+    """Time encoding and decoding of a corpus, beside a peer tokenizer with the same ranks.
+
+    \b
+    Examples:
+      bpecli bench -t tok corpus.txt
+      bpecli bench -t tok corpus.jsonl --against tiktoken --workers 4
+    """
     from ..bench import bench as run_bench
 
     keep_freed_memory()  # as encode does

@@ -27,7 +27,10 @@ class Format(str, Enum):
     count = "count"  # type: ignore[assignment]
 
 
-class Special(str, Enum):
+class AllowedSpecial(str, Enum):
+    """encode --allowed-special, as tiktoken's allowed_special: all special tokens in the text
+    become their ids, or none do (the text is encoded as it is)."""
+
     all = "all"
     none = "none"
 
@@ -54,9 +57,9 @@ def cpus() -> int:
     return available_cpus()
 
 
-def _whole(minimum: int):
+def _whole(minimum: int, maximum: int | None = None):
     """The parser of a whole-number option: ASCII digits only (int() takes "٣" as 3), and a number
-    too long to be a count is refused in one short line."""
+    too long to be a count, or out of range, is refused in one short line (a usage error, exit 2)."""
 
     def parse(value: str | int) -> int:
         if isinstance(value, int):  # the default
@@ -69,33 +72,39 @@ def _whole(minimum: int):
             raise typer.BadParameter(f"{shown(value)} is {'too large' if too_long else 'not a whole number of ASCII digits'}")
         if number < minimum:
             raise typer.BadParameter(f"{number} is below {minimum}")
+        if maximum is not None and number > maximum:
+            raise typer.BadParameter(f"{number:,} is above {maximum:,}")
         return number
 
     parse.__name__ = "int range"
     return parse
 
 
-def whole_option(minimum: int, **kwargs):
-    """A whole-number option of at least minimum."""
-    return typer.Option(parser=_whole(minimum), metavar=f"<int range> [x>={minimum}]", **kwargs)
+def whole_option(minimum: int, maximum: int | None = None, **kwargs):
+    """A whole-number option from minimum (to maximum), shown as typer shows an int range."""
+    shown = f"{minimum}<=x<={maximum}" if maximum is not None else f"x>={minimum}"
+    return typer.Option(parser=_whole(minimum, maximum), metavar=f"<int range> [{shown}]", **kwargs)
 
 
 _FRACTION = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]{1,3})?", re.ASCII)
 
 
 def fraction(value: str | float) -> float:
-    """The parser of a fraction: ASCII digits, a point and an exponent only (float() also takes
-    "٠.٥", "nan" and "1_0")."""
+    """The parser of a fraction strictly between 0 and 1: ASCII digits, a point and an exponent
+    only (float() also takes "٠.٥", "nan" and "1_0"); out of range is a usage error (exit 2)."""
     if isinstance(value, float):
         return value
+    from ..inputs.documents import shown
+
     if not _FRACTION.fullmatch(value):
-        from ..inputs.documents import shown
-
         raise typer.BadParameter(f"{shown(value)} is not a number such as 0.005")
-    return float(value)
+    number = float(value)
+    if not 0 < number < 1:
+        raise typer.BadParameter(f"{shown(value)} is not between 0 and 1 (a fraction such as 0.005)")
+    return number
 
 
-fraction.__name__ = "float"
+FRACTION_METAVAR = "<float range> [0<x<1]"
 
 
 TokenizerOption = Annotated[

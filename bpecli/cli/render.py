@@ -14,7 +14,6 @@ from typing import Any
 
 import typer
 
-from ..formats.alphabet import token_to_str
 from ..vocab import render_token
 from .options import Format
 from .streams import Named, binary_stdout
@@ -31,7 +30,15 @@ def progress(quiet: bool):
     if sys.stderr.isatty():
         from tqdm import tqdm
 
-        return lambda description, total, unit: tqdm(total=total, unit=unit, unit_scale=unit == "B", desc=description)
+        class Bar(tqdm):
+            """tqdm's bar, whose rate gives way to the work's own (set_postfix_str): encode's counts
+            the bytes it read, as its summary does, where the bar counts through the files."""
+
+            def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+                self.bar_format = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]"
+                super().set_postfix_str(s, refresh)
+
+        return lambda description, total, unit: Bar(total=total, unit=unit, unit_scale=unit == "B", desc=description)
     return PlainProgress
 
 
@@ -40,6 +47,7 @@ class PlainProgress:
     returns or escape codes for a log to trip over.
 
     Example: "bpecli encoding: 12.6 of 41.8 MB (30%), 5 s, 2.5 MB/s, 1,234,567 tokens/s"
+    (its rate, or the work's own when it gives one, as encode does)
     """
 
     EVERY = 5.0
@@ -73,9 +81,8 @@ class PlainProgress:
         else:
             amount, rate = f"{self.done:,} of {self.total:,} {self.unit}s", f"{self.done / seconds:,.0f} {self.unit}s/s"
         share = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
-        extra = f", {self.extra}" if self.extra else ""
         try:
-            print(f"bpecli {self.description}: {amount}{share}, {seconds:.0f} s, {rate}{extra}", file=sys.stderr, flush=True)
+            print(f"bpecli {self.description}: {amount}{share}, {seconds:.0f} s, {self.extra or rate}", file=sys.stderr, flush=True)
         except (OSError, ValueError):  # stderr closed: progress is not worth failing for
             pass
 
@@ -85,13 +92,26 @@ def ids_line(tok, ids: list[int], format: Format, name: str, line: int | None, k
     if format is Format.count:
         return str(len(ids))
     if format is Format.tokens:
-        return " ".join(token_to_str(tok.decoder[i]) if i not in tok.special_ids else tok.special_ids[i] for i in ids)
+        return " ".join(tok.special_ids[i] if i in tok.special_ids else render_token(tok.decoder[i]) for i in ids)
     if format is Format.json:
         from ..inputs.sources import redact
 
         where = {"input": redact(name)} if line is None else {"input": redact(name), key: line}
         return json.dumps({**where, "ids": ids, "count": len(ids)})
     return " ".join(map(str, ids))
+
+
+def counted(n: int, word: str) -> str:
+    """A count and its noun, singular for one.
+
+    Example: (1, "shard") -> "1 shard"; (1200, "token") -> "1,200 tokens"
+    """
+    return f"{n:,} {word}" + ("s" if n != 1 else "")
+
+
+def note(message: str) -> None:
+    """A note on stderr, said even with --quiet: something the user should change."""
+    typer.echo(f"bpecli: note: {message}", err=True)
 
 
 def print_json(document) -> None:
@@ -112,8 +132,8 @@ def train_summary(tokenizer, out: Path, vocab_size: int, min_frequency: int, qui
     """What train says once the files are written: a note when it stopped short of vocab_size,
     the result (as JSON with --json), and a note when normalization is not in every file."""
     if tokenizer.vocab_size < vocab_size:  # said even with --quiet: the result is not what was asked
-        why = f"no pair occurred {min_frequency} times or more" if min_frequency > 1 else "the corpus ran out of pairs"
-        typer.echo(f"bpecli: note: stopped after {len(tokenizer.merges):,} merges: {why}; "
+        why = f"no pair occurred {counted(min_frequency, 'time')} or more" if min_frequency > 1 else "the corpus ran out of pairs"
+        typer.echo(f"bpecli: note: stopped after {counted(len(tokenizer.merges), 'merge')}: {why}; "
                    f"the vocabulary has {tokenizer.vocab_size:,} tokens, not {vocab_size:,}", err=True)
     if as_json:
         from ..report.tokenizer_stats import describe
@@ -124,7 +144,7 @@ def train_summary(tokenizer, out: Path, vocab_size: int, min_frequency: int, qui
                     "normalize": info["normalize"], "add_prefix_space": info["add_prefix_space"], "template": info["template"],
                     "files": sorted(p.name for p in out.iterdir())})
     elif not quiet:
-        typer.echo(f"trained {tokenizer.vocab_size} tokens ({len(tokenizer.merges)} merges) into {out}", err=True)
+        typer.echo(f"trained {counted(tokenizer.vocab_size, 'token')} ({counted(len(tokenizer.merges), 'merge')}) into {out}", err=True)
     if tokenizer.normalize and not quiet:
         typer.echo(f"bpecli: note: {', '.join(tokenizer.normalize)} is in tokenizer.json and bpecli.json; tokenizer.tiktoken "
                    "and vocab.json/merges.txt cannot say it: normalize text yourself before tiktoken encodes it", err=True)
@@ -136,26 +156,30 @@ def train_summary(tokenizer, out: Path, vocab_size: int, min_frequency: int, qui
 
 def shards_summary(run, out: Path, quiet: bool, as_json: bool) -> None:
     """What encode --out says of its run: JSON on stdout with --json, else a line on stderr."""
+    from ..shards.run import rates
+
     m = run.manifest
     if as_json:
         return print_json({
             "out": str(out), "status": run.status, "total_tokens": m["total_tokens"], "total_documents": m["total_documents"],
             "shards": len(m["shards"]), "dtype": m["dtype"], "kept_shards": run.kept_shards, "seconds": round(run.seconds, 3),
             "bytes_read": run.n_bytes, "mb_per_s": round(run.n_bytes / 1e6 / max(run.seconds, 1e-9), 2),
+            "tokens_per_s": round(run.n_tokens / max(run.seconds, 1e-9)),
             **({"splits": m["splits"]} if "splits" in m else {}),
         })
     if quiet:
         return
     if run.status == "complete":
-        typer.echo(f"{out} is complete already ({m['total_tokens']:,} tokens in {len(m['shards'])} shards); --force rebuilds it", err=True)
+        typer.echo(f"{out} holds this run complete already ({m['total_tokens']:,} tokens in {counted(len(m['shards']), 'shard')}); "
+                   "left as it is", err=True)
         return
-    resumed = f", {run.kept_shards} kept from an interrupted run" if run.kept_shards else ""
+    resumed = f", {run.kept_shards:,} kept from an interrupted run" if run.kept_shards else ""
     if "splits" in m:
-        resumed += "; " + ", ".join(f"{name} {split['tokens']:,} tokens ({split['documents']:,} documents)"
+        resumed += "; " + ", ".join(f"{name} {counted(split['tokens'], 'token')} ({counted(split['documents'], 'document')})"
                                     for name, split in m["splits"].items())
     typer.echo(
-        f"wrote {m['total_tokens']:,} tokens ({m['total_documents']:,} documents, {m['dtype']}) in "
-        f"{len(m['shards'])} shards to {out}{resumed}; {run.n_bytes / 1e6 / max(run.seconds, 1e-9):.1f} MB/s",
+        f"wrote {counted(m['total_tokens'], 'token')} ({counted(m['total_documents'], 'document')}, {m['dtype']}) in "
+        f"{counted(len(m['shards']), 'shard')} to {out}{resumed}; {rates(run.n_bytes, run.n_tokens, run.seconds)}",
         err=True,
     )
 
@@ -258,7 +282,7 @@ def text_view(tok, ids: list[int], as_json: bool) -> None:
     if not sys.stdout.isatty():
         stdout = binary_stdout()
         stdout.write("".join(f"{i}\t{t}\n" for i, t in zip(ids, tokens)).encode())
-        stdout.write(f"{len(ids)} tokens\n".encode())
+        stdout.write(f"{counted(len(ids), 'token')}\n".encode())
         stdout.flush()
         return
     from rich.text import Text
@@ -267,13 +291,13 @@ def text_view(tok, ids: list[int], as_json: bool) -> None:
     shown = console()
     shown.print(Text.assemble(*((t, colours[n % 4]) for n, t in enumerate(tokens))))
     shown.print(Text.assemble(*((f"{i} ", colours[n % 4].split()[-1]) for n, i in enumerate(ids))))
-    shown.print(f"{len(ids)} tokens")
+    shown.print(counted(len(ids), "token"))
 
 
 def bench_view(report: dict, workers: int, repeat: int, against: bool) -> None:
     """bench's timings as a table, and the ratio to the peer with whether the ids agree."""
     shown = console()
-    shown.print(f"{report['bytes'] / 1e6:.1f} MB, {report['documents']:,} documents, {workers} worker(s), "
+    shown.print(f"{report['bytes'] / 1e6:.1f} MB, {counted(report['documents'], 'document')}, {counted(workers, 'worker')}, "
                 f"median of {repeat}; peak memory {report['peak_memory_mib']:.0f} MiB")
     rows = [
         (name, f"{r['encode_mb_per_s']:.1f}", f"{r['encode_tokens_per_s']:,.0f}", f"{r['decode_mb_per_s']:.1f}", f"{r['tokens']:,}")
@@ -296,7 +320,7 @@ def tokenizer_view(info: dict) -> None:
 
     shown = console()
     shown.print(f"[bold]vocab size[/] {info['vocab_size']:,}  ({info['ordinary_tokens']:,} ordinary, "
-                f"{info['merges']:,} merges, {len(info['special_tokens'])} special)")
+                f"{counted(info['merges'], 'merge')}, {len(info['special_tokens'])} special)")
     pattern = info["pattern"]
     shown.print(f"[bold]pattern[/] {pattern if len(pattern) < 66 else pattern[:63] + '...'}", markup=True)
     if info["normalize"]:
@@ -333,7 +357,7 @@ def tokenizer_view(info: dict) -> None:
     inputs = [c["input"] for c in info["corpus"]]
     sampled = sum(c["sample_bytes"] for c in info["corpus"])
     measured = [(short_names[n], info["bytes_per_token"][name], f"{info['bytes_per_token'][name]:.3f}") for n, name in enumerate(names)]
-    shown.print(bars(f"bytes per token on {len(inputs)} input{'s' * (len(inputs) > 1)} ({sampled / 1e6:.1f} MB of text)", measured))
+    shown.print(bars(f"bytes per token on {counted(len(inputs), 'input')} ({sampled / 1e6:.1f} MB of text)", measured))
     if len(inputs) > 1:
         by_input = info["bytes_per_token_by_input"]
         shown.print(table(["input"] + [">" + n for n in short_names],
@@ -368,8 +392,9 @@ def shards_view(info: dict, with_tokenizer: bool, verify: bool) -> None:
     from ..shards.layout import UNBOUNDED
 
     shown = console()
-    shown.print(f"[bold]{info['total_tokens']:,}[/] tokens, [bold]{info['total_documents']:,}[/] documents, "
-                f"{info['dtype']}, {len(info['shards'])} shard{'s' * (len(info['shards']) != 1)}"
+    shown.print(f"[bold]{info['total_tokens']:,}[/] token{'s' * (info['total_tokens'] != 1)}, "
+                f"[bold]{info['total_documents']:,}[/] document{'s' * (info['total_documents'] != 1)}, "
+                f"{info['dtype']}, {counted(len(info['shards']), 'shard')}"
                 + (f" of up to {info['shard_tokens']:,} tokens" if info["shard_tokens"] < UNBOUNDED else ", one per split"))
     splits = info["splits"]
     rows = [(name, f"{s['tokens']:,}", percent(s["tokens"] / info["total_tokens"]) if info["total_tokens"] else "-",
@@ -389,11 +414,11 @@ def shards_view(info: dict, with_tokenizer: bool, verify: bool) -> None:
         shown.print(bars("documents by length in tokens (eot included)",
                          [(_bucket(b), sum(b["documents"].values()), f"{sum(b['documents'].values()):,}") for b in lengths["buckets"]]))
         shown.print(f"median {number(lengths['median'])}, mean {number(lengths['mean'])}, 90% below {number(lengths['p90'])}, "
-                    f"99% below {number(lengths['p99'])}, longest {lengths['max']:,} tokens")
+                    f"99% below {number(lengths['p99'])}, longest {counted(lengths['max'], 'token')}")
     vocabulary = info["vocabulary"]
     shown.print()
     shown.print(f"[bold]vocabulary[/] {vocabulary['seen']:,} of {vocabulary['ids']:,} ids occur; {vocabulary['never_seen']:,} never, "
-                f"{vocabulary['rare']:,} fewer than {vocabulary['rare_below']} times", overflow="fold")
+                f"{vocabulary['rare']:,} fewer than {counted(vocabulary['rare_below'], 'time')}", overflow="fold")
     covering = vocabulary["ids_covering"]
     shown.print(f"ids that make {' / '.join(covering)} of the tokens: {' / '.join(f'{n:,}' for n in covering.values())}")
     if info["bytes_per_token"] is not None:

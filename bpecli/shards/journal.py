@@ -17,11 +17,17 @@ from ..folders import file_sha256
 from .formats import shard_header
 from .layout import (JOURNAL, MANIFEST, PARTIAL, SHA256, SHARD_NAME, checked_shards, damaged, differences, is_file_here,
                      load_state, read_json, read_manifest)
+from .verification import verify
 
 
 def prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
     """The finished manifest if out holds this very run complete; else the shards kept from an
-    interrupted run of it (checksums verified), with everything else of ours cleared away."""
+    interrupted run of it (checksums verified), with everything else of ours cleared away.
+
+    Without force, a folder of another run (or one whose records are damaged) is an error. With
+    force, the folder is made to match this run, keeping what already does, as Make wants: a
+    finished run of the same settings whose shards all verify is kept, an interrupted one is
+    resumed, and anything else is rebuilt."""
     manifest_path, journal_path = out / MANIFEST, out / JOURNAL
     records = [path for path in (manifest_path, journal_path) if path.exists()]
     if not any(map(_written_by_bpecli, records)):
@@ -32,16 +38,35 @@ def prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
             named = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
             raise OutputError(f"{out} holds {named}, which bpecli has no record of writing; move them away "
                               f"or choose another {arg('out_dir')}")
-    if force:
-        clear(out, keep=set())
-        return []
+    try:
+        return _same_run(out, settings, force)
+    except OutputError:
+        if not force:
+            raise
+    clear(out, keep=set())  # another run, or records too damaged to trust: rebuilt from nothing
+    return []
+
+
+def _same_run(out: Path, settings: dict, force: bool) -> dict | list[dict]:
+    """prepare's answer when out holds nothing, or this very run (finished or not); OutputError
+    when it holds another run or its records are damaged."""
+    manifest_path, journal_path = out / MANIFEST, out / JOURNAL
     if manifest_path.exists():
         manifest = read_manifest(manifest_path)
         differs = differences(manifest, settings)
-        if not differs:
-            return manifest
-        raise OutputError(f"{out} holds shards of another run ({'; '.join(differs)}); use {arg('force', True)} to rebuild")
+        if differs:
+            raise OutputError(f"{out} holds shards of another run ({'; '.join(differs)}); use {arg('force', True)} to rebuild")
+        if force:
+            problems = verify(out)
+            if problems:
+                raise OutputError(f"{out}: {problems[0]}")
+            # the folder is what this run would write: its manifest now counts as made from these
+            # inputs, so that Make, seeing it newer than them, does not run the rule again
+            os.utime(manifest_path)
+        return manifest
     kept: list[dict] = []
+    recorded: list = []
+    journal: dict = {}
     if journal_path.exists():
         journal = read_json(journal_path)
         there = journal.get("settings")
@@ -49,7 +74,7 @@ def prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
         if differs:
             raise OutputError(f"{out} holds an unfinished run of other settings ({'; '.join(differs)}); "
                               f"use {arg('force', True)} to restart")
-        recorded = journal.get("parts")
+        recorded = journal.get("parts")  # type: ignore[assignment]
         if not isinstance(recorded, list) or not all(isinstance(d, str) and SHA256.fullmatch(d) for d in recorded):
             raise damaged(journal_path, "its list of the parts read is missing or malformed")
         for shard in checked_shards(journal_path, journal, settings, parts=len(recorded)):
@@ -148,13 +173,17 @@ class Journal:
 RESUME_CHECK = 1 << 12
 
 
+class ResumeMismatch(OutputError):
+    """A kept shard does not end where the journal says: the run cannot resume from it."""
+
+
 def check_resume(out: Path, last: dict, resume_part: int, skip: int, ids: np.ndarray, part: int, dtype: np.dtype) -> None:
     """The ids of part `part` agree with the journal's word on where a stream's last kept shard
     (last) ends: skip ids into part resume_part, or the end of the part before it if skip is 0. A
     journal edited or damaged to point elsewhere would lose or repeat ids without it."""
     if part == resume_part and skip >= len(ids):
-        raise damaged(out / JOURNAL, f"{last['file']} is said to end {skip:,} ids into part {part:,}, "
-                                     f"which has {len(ids):,}")
+        raise ResumeMismatch(*damaged(out / JOURNAL, f"{last['file']} is said to end {skip:,} ids into part {part:,}, "
+                                     f"which has {len(ids):,}").args)
     before = ids[:skip] if part == resume_part else ids
     n = min(len(before), last["tokens"], RESUME_CHECK)
     with open(out / last["file"], "rb") as f:
@@ -162,4 +191,4 @@ def check_resume(out: Path, last: dict, resume_part: int, skip: int, ids: np.nda
         tail = np.frombuffer(f.read(n * dtype.itemsize), dtype=dtype)
     if not np.array_equal(tail, before[len(before) - n :]):
         where = f"{skip:,} ids into part {part:,}" if skip else f"where part {part:,} ends"
-        raise damaged(out / JOURNAL, f"{last['file']} does not end {where}, as it says")
+        raise ResumeMismatch(*damaged(out / JOURNAL, f"{last['file']} does not end {where}, as it says").args)

@@ -22,7 +22,7 @@ from ..progress import progress_bar
 from ..tokenizer import Tokenizer
 from .encode import encode_in_order, parts_from
 from .formats import resolve_dtype
-from .journal import prepare
+from .journal import ResumeMismatch, clear, prepare
 from .layout import SHARD_SUFFIX, UNBOUNDED, check_unchanged, settings_of, splits_of
 from .writer import ShardWriter
 
@@ -36,7 +36,8 @@ class ShardRun:
     status: str  # "written", "resumed" or "complete" (found finished, left alone)
     kept_shards: int = 0
     seconds: float = 0.0
-    n_bytes: int = 0
+    n_bytes: int = 0  # read by this run (decompressed), not by the run it resumed
+    n_tokens: int = 0  # written by this run
 
 
 def resolve_eot(tokenizer: Tokenizer, eot: str | None) -> int | None:
@@ -114,30 +115,59 @@ def write_shards(
         found = prepare(out, settings, force)
         if isinstance(found, dict):
             return ShardRun(out, found, "complete")
-        kept = found
-        separators = document_separators(tokenizer.special_tokens)
-        parts = document_parts(pairs, separators=separators, text_column=text_column)
-        setup_args = (tokenizer, eot, bos, val_fraction, settings["dtype"], separators, text_column, errors)
-        tokenizer.prepare_bulk()
-        writer = ShardWriter(out, settings, kept, splits_of(val_fraction, shard_format))
-        n_bytes = 0
-        with progress_bar(progress, "encoding", input_bytes(pairs), "B") as bar:
+        while True:
             try:
-                todo = parts_from(parts, writer.resume_part(), writer, separators, text_column, errors, bar)
-                for index, part, (encoded, part_bytes, digest) in encode_in_order(todo, workers, scheduler, setup_args):
-                    writer.read(index, part.label, digest)
-                    for split, (ids, doc_ends) in zip(writer.splits, encoded):
-                        writer.write(split, ids, doc_ends, index)
-                        writer.tally(index, split, len(ids), len(doc_ends))
-                    n_bytes += part_bytes
-                    if bar is not None:
-                        bar.update(part.weight)
-                        bar.set_postfix_str(f"{writer.total_tokens / (time.perf_counter() - started):,.0f} tokens/s")
-                check_unchanged(pairs, settings)
-                manifest = writer.finish(pairs, max(tokenizer.decoder))
-            finally:
-                writer.discard()
-    return ShardRun(out, manifest, "resumed" if kept else "written", len(kept), time.perf_counter() - started, n_bytes)
+                manifest, n_bytes, n_tokens = _encode(tokenizer, pairs, out, settings, found, (workers, scheduler),
+                                            (eot, bos, val_fraction, shard_format, text_column, errors), progress, started)
+                break
+            except ResumeMismatch:
+                if not (force and found):
+                    raise
+                clear(out, keep=set())  # the kept shards are not what this run writes: rebuilt from nothing
+                found = []
+        kept = found
+    return ShardRun(out, manifest, "resumed" if kept else "written", len(kept), time.perf_counter() - started, n_bytes,
+                    n_tokens)
+
+
+def _encode(tokenizer, pairs, out, settings, kept, where, options, progress, started) -> tuple[dict, int, int]:
+    """write_shards' run in a folder prepare()d, after the shards kept: the manifest, the bytes
+    read and the tokens written."""
+    workers, scheduler = where
+    eot, bos, val_fraction, shard_format, text_column, errors = options
+    separators = document_separators(tokenizer.special_tokens)
+    parts = document_parts(pairs, separators=separators, text_column=text_column)
+    setup_args = (tokenizer, eot, bos, val_fraction, settings["dtype"], separators, text_column, errors)
+    tokenizer.prepare_bulk()
+    writer = ShardWriter(out, settings, kept, splits_of(val_fraction, shard_format))
+    n_bytes, kept_tokens = 0, writer.total_tokens
+    with progress_bar(progress, "encoding", input_bytes(pairs), "B") as bar:
+        try:
+            todo = parts_from(parts, writer.resume_part(), writer, separators, text_column, errors, bar)
+            for index, part, (encoded, part_bytes, digest) in encode_in_order(todo, workers, scheduler, setup_args):
+                writer.read(index, part.label, digest)
+                for split, (ids, doc_ends) in zip(writer.splits, encoded):
+                    writer.write(split, ids, doc_ends, index)
+                    writer.tally(index, split, len(ids), len(doc_ends))
+                n_bytes += part_bytes
+                if bar is not None:
+                    bar.update(part.weight)
+                    bar.set_postfix_str(rates(n_bytes, writer.total_tokens - kept_tokens, time.perf_counter() - started))
+            check_unchanged(pairs, settings)
+            manifest = writer.finish(pairs, max(tokenizer.decoder))
+        finally:
+            writer.discard()
+    return manifest, n_bytes, writer.total_tokens - kept_tokens
+
+
+def rates(n_bytes: int, tokens: int, seconds: float) -> str:
+    """A run's throughput as progress and its summary both say it: the bytes read (decompressed:
+    the text and its JSONL or Parquet framing), and tokens.
+
+    Example: "2.5 MB/s, 1,234,567 tokens/s"
+    """
+    seconds = max(seconds, 1e-9)
+    return f"{n_bytes / 1e6 / seconds:,.1f} MB/s, {tokens / seconds:,.0f} tokens/s"
 
 
 def _make_folder(out: Path) -> Path | None:

@@ -23,7 +23,7 @@ def merges_wanted(vocab_size: int, special_tokens: Sequence[str]) -> int:
     if n_merges < 0:
         raise BpecliError(
             f"{arg('vocab_size')} {vocab_size} is too small: it must hold the 256 byte tokens "
-            f"and {len(special_tokens)} special token(s), so at least {256 + len(special_tokens)}"
+            f"and {len(special_tokens)} special token{'s' * (len(special_tokens) != 1)}, so at least {256 + len(special_tokens)}"
         )
     return n_merges
 
