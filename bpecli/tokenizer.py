@@ -44,7 +44,13 @@ class Tokenizer:
         return _of, (self.vocab,)
 
     def __repr__(self) -> str:
-        return f"Tokenizer({self.vocab!r})"
+        """Short, as tiktoken's <Encoding 'cl100k_base'>: its name and size, never its tokens.
+
+        Example: repr(load("cl100k_base")) -> "<Tokenizer 'cl100k_base' vocab_size=100261>"
+        """
+        if self.name:
+            return f"<Tokenizer {self.name!r} vocab_size={self.vocab_size}>"
+        return f"<Tokenizer vocab_size={self.vocab_size}>"
 
     @classmethod
     def load(cls, path: str | Path, *, pattern: str | None = None, special_tokens: dict[str, int] | None = None) -> Tokenizer:
@@ -56,6 +62,12 @@ class Tokenizer:
         return formats.save(self.vocab, out_dir, force=force)
 
     # ---- the vocabulary ------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """What it was loaded as: the folder or file given, or the encoding's name ("cl100k_base");
+        empty for a tokenizer made in Python (by train, or from ranks)."""
+        return self.vocab.name
 
     @property
     def ranks(self) -> dict[bytes, int]:
@@ -142,12 +154,19 @@ class Tokenizer:
         return self._text.encode_bytes(text)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
-        """The id of a text or bytes that is one token; KeyError otherwise."""
-        if isinstance(text_or_bytes, str):
-            if text_or_bytes in self.special_tokens:
-                return self.special_tokens[text_or_bytes]
-            text_or_bytes = text_or_bytes.encode("utf-8")
-        return self.ranks[text_or_bytes]
+        """The id of a text or bytes that is one token, ordinary or special; KeyError otherwise.
+        As tiktoken, an ordinary token wins over a special token of the same bytes.
+
+        Example (GPT-2): b"<|endoftext|>" -> 50256; "hello" -> 31373
+        """
+        data = text_or_bytes.encode("utf-8") if isinstance(text_or_bytes, str) else bytes(text_or_bytes)
+        rank = self.ranks.get(data)
+        if rank is not None:
+            return rank
+        try:
+            return self.special_tokens[data.decode("utf-8")]
+        except (UnicodeDecodeError, KeyError):
+            raise KeyError(text_or_bytes) from None
 
     def encode_documents(self, documents: list[str] | list[bytes], *, eot: int | None = None, dtype="uint32"):
         """Ids of many documents as one numpy array, each followed by eot (if given), and the

@@ -99,7 +99,7 @@ fraction.__name__ = "float"
 
 
 TokenizerOption = Annotated[
-    Path, typer.Option("--tokenizer", "-t", help="A bpecli folder, vocab.json, tokenizer.json or .tiktoken file.")
+    Path, typer.Option("--tokenizer", "-t", help="A bpecli folder, vocab.json, tokenizer.json or .tiktoken file, or the name of an encoding tiktoken knows (gpt2, cl100k_base, o200k_base...; a file of that name wins).")
 ]
 SchedulerOption = Annotated[Optional[str], typer.Option(
     envvar="BPECLI_SCHEDULER", show_envvar=False,
