@@ -9,14 +9,18 @@ from .tokenizer import Tokenizer as Tokenizer
 from .tokenizer import load as load
 
 __version__ = "0.1.0"
-__all__ = ["BpecliError", "PATTERNS", "Tokenizer", "load", "train", "train_bpe"]
+__all__ = ["BpecliError", "PATTERNS", "ShardRun", "Tokenizer", "load", "train", "train_bpe", "write_shards"]
 
 
 def __getattr__(name: str):
-    """train and train_bpe load the training package (and numpy) on first use, so that a shell
+    """train, train_bpe, write_shards and ShardRun load numpy on first use, so that a shell
     one-liner that only encodes starts fast."""
     if name in ("train", "train_bpe"):
         from . import training
 
         return getattr(training, name)
+    if name in ("write_shards", "ShardRun"):
+        from . import shards
+
+        return getattr(shards, name)
     raise AttributeError(f"module 'bpecli' has no attribute {name!r}")
