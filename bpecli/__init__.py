@@ -3,13 +3,14 @@
 This is the public API of bpecli.
 """
 
+from .encoding.decoder import DecodeStream as DecodeStream
 from .errors import BpecliError as BpecliError
 from .pretokenize import PATTERNS as PATTERNS
 from .tokenizer import Tokenizer as Tokenizer
 from .tokenizer import load as load
 
 __version__ = "0.1.0"
-__all__ = ["BpecliError", "PATTERNS", "ShardRun", "Tokenizer", "load", "train", "train_bpe", "write_shards"]
+__all__ = ["BpecliError", "DecodeStream", "PATTERNS", "ShardRun", "Tokenizer", "load", "train", "train_bpe", "write_shards"]
 
 
 def __getattr__(name: str):

@@ -9,7 +9,7 @@ from functools import partial
 from pathlib import Path
 
 from . import formats
-from .encoding.decoder import Decoder
+from .encoding.decoder import Decoder, DecodeStream
 from .encoding.text import Allowed, Disallowed, TextEncoder
 from .vocab import Vocab
 
@@ -196,6 +196,15 @@ class Tokenizer:
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """The text of ids; bytes that are not valid UTF-8 become U+FFFD, or an error if strict."""
         return self._decoder.decode(ids, errors=errors)
+
+    def decode_stream(self, *, errors: str = "replace") -> DecodeStream:
+        """A decoder for ids that arrive one at a time: stream.step(id) gives the text as soon as
+        it is whole UTF-8 (None while a character is split across tokens), stream.flush() what is
+        left at the end. Joined, the pieces are decode(ids).
+
+        Example (GPT-2): [stream.step(i) for i in [64, 47249, 222]] -> ["a", None, "😀"]
+        """
+        return DecodeStream(self, errors=errors)
 
     def decode_batch(self, batch, *, errors: str = "replace", num_threads: int = 8) -> list[str]:
         return _on_threads(partial(self.decode, errors=errors), batch, num_threads)
