@@ -1,6 +1,16 @@
 """bpecli: train byte-level BPE tokenizers and turn corpora into token ids and shards.
 
-This is the public API of bpecli.
+This is the public API of bpecli:
+
+- load(path_or_name) -> Tokenizer: a bpecli folder, vocab.json + merges.txt, tokenizer.json, a
+  .tiktoken file, or an encoding tiktoken knows by name ("cl100k_base").
+- Tokenizer: tiktoken's Encoding API (encode, decode, encode_batch, decode_bytes...), save(), and
+  decode_stream() for ids that arrive one at a time (a DecodeStream).
+- train(inputs, vocab_size=...) -> Tokenizer, and train_bpe(counts, vocab_size=...) -> merges.
+- write_shards(tokenizer, inputs, out_dir, ...) -> ShardRun: a corpus into token shards, as
+  `bpecli encode --out` writes them.
+- PATTERNS: the pre-tokenizer regexes of GPT-2, cl100k and o200k, by name.
+- BpecliError: what bpecli raises for bad input, files or options; its message says what to do.
 """
 
 from .encoding.decoder import DecodeStream as DecodeStream
