@@ -3,6 +3,7 @@ against tiktoken's decode_bytes (what the ids so far hold, up to the last whole 
 against Hugging Face tokenizers' DecodeStream over the same GPT-2 files (it never gives text out
 earlier than bpecli does, and the whole text is the same)."""
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -83,6 +84,7 @@ def test_several_ids_at_once_and_a_reused_stream(gpt2, tiktoken_gpt2):
     assert stream.step(ids[:1]) is None  # the first bytes of 😀 only
     assert stream.flush() == tiktoken_gpt2.decode(ids[:1]) == "\ufffd"
     assert stream.step(ids) == "😀 and 中文"
+    assert [stream.step(token) for token in np.array(ids[:2])] == [None, "😀"]  # ids from a shard, as numpy ints
 
 
 def test_strict_refuses_invalid_utf8_and_an_incomplete_end(gpt2, tiktoken_gpt2):

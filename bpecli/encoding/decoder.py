@@ -3,6 +3,7 @@ every token's bytes, where each token starts in the text, and a stream of ids as
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -131,7 +132,7 @@ class DecodeStream:
     def step(self, ids: int | Iterable[int]) -> str | None:
         """The text that one id (or several) completes, or None while a character is still
         incomplete; an id outside the vocabulary is an UnknownIdError naming it."""
-        batch = [ids] if isinstance(ids, int) or hasattr(ids, "__index__") else list(ids)
+        batch: list[int] = [operator.index(ids)] if hasattr(ids, "__index__") else list(ids)  # type: ignore[arg-type]
         data = self._decoder.decode_bytes(batch)
         self._fed += len(batch)
         return self._decode(data, final=False) or None

@@ -89,15 +89,16 @@ def _fetch_failed(name: str, error: Exception) -> str:
             "(tiktoken's cache, TIKTOKEN_CACHE_DIR), or give the path of a tokenizer file")
 
 
-def _address_of(error: BaseException) -> str | None:
+def _address_of(first: BaseException) -> str | None:
     """The address or file tiktoken failed to read, from the error or one it was raised from:
     requests' errors carry their request, a missing file its name, a hash mismatch its address."""
     seen = set()
+    error: BaseException | None = first
     while error is not None and id(error) not in seen:
         seen.add(id(error))
-        request = getattr(error, "request", None)
-        if getattr(request, "url", None):
-            return request.url
+        url = getattr(getattr(error, "request", None), "url", None)
+        if url:
+            return str(url)
         if isinstance(error, OSError) and error.filename:
             return str(error.filename)
         text = str(error)
