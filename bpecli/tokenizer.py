@@ -233,14 +233,15 @@ class Tokenizer:
         """The text of ids; bytes that are not valid UTF-8 become U+FFFD, or an error if strict."""
         return self._decoder.decode(ids, errors=errors)
 
-    def decode_stream(self, *, errors: str = "replace") -> DecodeStream:
+    def decode_stream(self, *, errors: str = "replace", skip_special_tokens: bool = False) -> DecodeStream:
         """A decoder for ids that arrive one at a time: stream.step(id) gives the text as soon as
         it is whole UTF-8 (None while a character is split across tokens), stream.flush() what is
-        left at the end. Joined, the pieces are decode(ids).
+        left at the end. Joined, the pieces are decode(ids) (without the special tokens' text if
+        skip_special_tokens).
 
         Example (GPT-2): [stream.step(i) for i in [64, 47249, 222]] -> ["a", None, "😀"]
         """
-        return DecodeStream(self, errors=errors)
+        return DecodeStream(self, errors=errors, skip_special_tokens=skip_special_tokens)
 
     def decode_batch(self, batch, *, errors: str = "replace", num_threads: int = 8) -> list[str]:
         """decode of each list of ids, on num_threads threads."""

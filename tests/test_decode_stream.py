@@ -46,6 +46,19 @@ def test_text_comes_out_as_soon_as_it_is_whole_as_tiktokens_bytes_say(gpt2, tikt
     assert so_far == text
 
 
+@pytest.mark.parametrize("skip", [False, True])
+def test_special_tokens_kept_or_skipped_as_hugging_face_does(gpt2, hf_gpt2, tiktoken_gpt2, skip):
+    from tokenizers import AddedToken
+    from tokenizers.decoders import DecodeStream
+
+    hf_gpt2.add_special_tokens([AddedToken("<|endoftext|>", special=True)])
+    ids = tiktoken_gpt2.encode("a😀<|endoftext|>中文<|endoftext|>", allowed_special="all")
+    theirs, ours = DecodeStream(skip_special_tokens=skip), gpt2.decode_stream(skip_special_tokens=skip)
+    their_text = "".join(theirs.step(hf_gpt2, token) or "" for token in ids)
+    our_text = "".join(ours.step(token) or "" for token in ids) + ours.flush()
+    assert our_text == their_text == ("a😀中文" if skip else "a😀<|endoftext|>中文<|endoftext|>")
+
+
 def test_the_texts_split_characters_across_tokens(tiktoken_gpt2):
     def splits(text):
         ids = tiktoken_gpt2.encode(text, allowed_special="all")

@@ -115,17 +115,18 @@ class DecodeStream:
     is whole UTF-8: a character whose bytes are split across tokens (an emoji, CJK) comes out
     with the token that completes it, never as U+FFFD halves. Hugging Face tokenizers'
     DecodeStream does the same job; this one gives text out as early as it can, so it may split
-    the same text at other places. Made by Tokenizer.decode_stream().
+    the same text at other places. skip_special_tokens leaves special tokens out of the text, as
+    Hugging Face's option of that name. Made by Tokenizer.decode_stream().
 
     Example (GPT-2): step(64) -> "a"; step(47249) -> None (the first bytes of 😀); step(222) -> "😀"
     """
 
-    def __init__(self, tokenizer, *, errors: str = "replace"):
+    def __init__(self, tokenizer, *, errors: str = "replace", skip_special_tokens: bool = False):
         import codecs
 
         vocab = getattr(tokenizer, "vocab", tokenizer)  # a Tokenizer, or its Vocab
         self._decoder = Decoder(vocab)
-        self._errors = errors
+        self._skipped = vocab.special_ids if skip_special_tokens else {}
         self._text = codecs.getincrementaldecoder("utf-8")(errors=errors)
         self._fed = 0  # ids fed so far, to say where invalid UTF-8 came
 
@@ -133,8 +134,8 @@ class DecodeStream:
         """The text that one id (or several) completes, or None while a character is still
         incomplete; an id outside the vocabulary is an UnknownIdError naming it."""
         batch: list[int] = [operator.index(ids)] if hasattr(ids, "__index__") else list(ids)  # type: ignore[arg-type]
-        data = self._decoder.decode_bytes(batch)
         self._fed += len(batch)
+        data = self._decoder.decode_bytes([token for token in batch if token not in self._skipped])
         return self._decode(data, final=False) or None
 
     def flush(self) -> str:
