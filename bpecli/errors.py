@@ -56,7 +56,7 @@ class BpecliError(Exception):
         return _ARG.sub(_as_python, self._message())
 
     def for_cli(self, flags: Mapping[str, str] = {}) -> str:
-        """The message as the command line says it (see render_for_cli)."""
+        """The message as the command line shows it: each argument named as its flag (--errors replace)."""
         return render_for_cli(self._message(), flags)
 
     def _message(self) -> str:

@@ -43,6 +43,7 @@ class Vocab:
     trained_merges: tuple[tuple[bytes, bytes], ...] = field(default=(), repr=False)  # as train() made them
     files: tuple[str, ...] = ()  # the files it was read from, if any...
     file_digests: tuple[bytes, ...] = field(default=(), repr=False)  # ...and the sha256 of each, as read
+    name: str = ""  # what it was loaded as: the folder or file given, or an encoding's name ("cl100k_base")
 
     def __post_init__(self):
         check_special_tokens(self.special_tokens)
@@ -54,6 +55,10 @@ class Vocab:
         object.__setattr__(self, "normalize", check_normalize(self.normalize))
         if self.file_digests and len(self.file_digests) != len(self.files):
             raise ValueError(f"{len(self.file_digests)} digests for {len(self.files)} files")
+
+    def __repr__(self) -> str:
+        """Short, as tiktoken's <Encoding 'cl100k_base'>: the name and the size, never the tokens."""
+        return f"<Vocab {self.name!r} vocab_size={self.vocab_size}>" if self.name else f"<Vocab vocab_size={self.vocab_size}>"
 
     def __getstate__(self) -> dict:
         """Only the fields travel to another process; it derives its tables itself."""

@@ -91,7 +91,7 @@ def encode(
     inputs: Annotated[Optional[list[str]], typer.Argument(help="Text (.txt), .jsonl, .parquet, .gz/.zst/.bz2 files; - or nothing reads stdin. Without --out: a line of ids per text file, or per JSONL line or Parquet row.", metavar="[INPUT...]")] = None,
     format: Annotated[Format, typer.Option("--format", "-f", help="ids, tokens, json or count.")] = Format.ids,
     lines: Annotated[bool, typer.Option("--lines", help="Encode each line of a text input on its own, one output line each (JSONL and Parquet give a line per record anyway).")] = False,
-    allowed_special: Annotated[AllowedSpecial, typer.Option(help="all: special tokens in the text become their ids; none: the text is encoded as it is (as tiktoken's allowed_special).")] = AllowedSpecial.all,
+    allowed_special: Annotated[AllowedSpecial, typer.Option(help="all: special-token text becomes the special tokens' ids; none: plain text. (The Python API's encode refuses it unless allowed_special names it, as tiktoken does.)")] = AllowedSpecial.all,
     special: Annotated[Optional[AllowedSpecial], typer.Option("--special", hidden=True, help="The former name of --allowed-special.")] = None,
     add_special_tokens: Annotated[bool, typer.Option("--add-special-tokens/--no-add-special-tokens", help="Put the tokenizer's template tokens (a Hugging Face post-processor, or train --bos/--eos) around each text, as Hugging Face's encode does; with --out they are each document's --bos and --eot.")] = True,
     out: Annotated[Optional[Path], typer.Option(help="Write token shards and manifest.json into this folder.")] = None,

@@ -108,7 +108,7 @@ FRACTION_METAVAR = "<float range> [0<x<1]"
 
 
 TokenizerOption = Annotated[
-    Path, typer.Option("--tokenizer", "-t", help="A bpecli folder, vocab.json, tokenizer.json or .tiktoken file.")
+    Path, typer.Option("--tokenizer", "-t", help="A bpecli folder, vocab.json, tokenizer.json or .tiktoken file, or the name of an encoding tiktoken knows (gpt2, cl100k_base, o200k_base...; a file of that name wins).")
 ]
 SchedulerOption = Annotated[Optional[str], typer.Option(
     envvar="BPECLI_SCHEDULER", show_envvar=False, show_default="this machine",  # (in the help, "[...]" is rich's markup)

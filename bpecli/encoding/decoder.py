@@ -1,8 +1,9 @@
 """Ids back to bytes and text: lists one id at a time, numpy arrays (a shard) through one table of
-every token's bytes, and where each token starts in the text."""
+every token's bytes, where each token starts in the text, and a stream of ids as they come."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -107,3 +108,49 @@ class Decoder:
                 raise UnknownIdError(f"id {ids[at + int(np.argmax(bad))]} is not in the vocabulary")
             blocks.append(data[spans(starts[where], lengths[where])].tobytes())
         return b"".join(blocks)
+
+
+class DecodeStream:
+    """Text from ids that arrive one at a time (as a model generates them), given out as soon as it
+    is whole UTF-8: a character whose bytes are split across tokens (an emoji, CJK) comes out
+    with the token that completes it, never as U+FFFD halves. Hugging Face tokenizers'
+    DecodeStream does the same job; this one gives text out as early as it can, so it may split
+    the same text at other places. skip_special_tokens leaves special tokens out of the text, as
+    Hugging Face's option of that name. Made by Tokenizer.decode_stream().
+
+    Example (GPT-2): step(64) -> "a"; step(47249) -> None (the first bytes of 😀); step(222) -> "😀"
+    """
+
+    def __init__(self, tokenizer, *, errors: str = "replace", skip_special_tokens: bool = False):
+        import codecs
+
+        vocab = getattr(tokenizer, "vocab", tokenizer)  # a Tokenizer, or its Vocab
+        self._decoder = Decoder(vocab)
+        self._skipped = vocab.special_ids if skip_special_tokens else {}
+        self._text = codecs.getincrementaldecoder("utf-8")(errors=errors)
+        self._fed = 0  # ids fed so far, to say where invalid UTF-8 came
+
+    def step(self, ids: int | Iterable[int]) -> str | None:
+        """The text that one id (or several) completes, or None while a character is still
+        incomplete; an id outside the vocabulary is an UnknownIdError naming it."""
+        batch: list[int] = [operator.index(ids)] if hasattr(ids, "__index__") else list(ids)  # type: ignore[arg-type]
+        self._fed += len(batch)
+        data = self._decoder.decode_bytes([token for token in batch if token not in self._skipped])
+        return self._decode(data, final=False) or None
+
+    def flush(self) -> str:
+        """What is left at the end: the bytes of an incomplete character become U+FFFD (with
+        errors="replace", as decode makes them), or an error with errors="strict". The stream is
+        then empty, ready for more ids."""
+        text = self._decode(b"", final=True)
+        self._text.reset()
+        return text
+
+    def _decode(self, data: bytes, final: bool) -> str:
+        try:
+            return self._text.decode(data, final=final)
+        except UnicodeDecodeError:
+            self._text.reset()
+            where = "end in an incomplete character" if final else "hold invalid UTF-8"
+            raise BpecliError(f"the {self._fed} ids fed so far {where}; use {arg('errors', 'replace')} to see U+FFFD "
+                              "instead") from None

@@ -23,11 +23,16 @@ def pattern_of(given: str | None, found: str, source: str) -> str:
 def checked(path: Path, ranks: dict[bytes, int], specials: dict[str, int], pattern: str, files: list[Path],
             normalize: tuple[str, ...] = ()) -> Vocab:
     """The vocabulary read from path, if it is one bpecli can use (see vocab.check)."""
+    checked_ranks(path, ranks, specials)
+    return Vocab(ranks, dict(specials), pattern, normalize=normalize, files=tuple(map(str, files)))
+
+
+def checked_ranks(source: str | Path, ranks: dict[bytes, int], specials: dict[str, int]) -> None:
+    """vocab.check, with source (a file, or an encoding's name) named in the error."""
     try:
         check(ranks, specials)
     except BpecliError as e:
-        raise TokenizerFileError(f"{path}: {e.args[0]}") from None
-    return Vocab(ranks, dict(specials), pattern, normalize=normalize, files=tuple(map(str, files)))
+        raise TokenizerFileError(f"{source}: {e.args[0]}") from None
 
 
 def json_kind(value) -> str:

@@ -19,6 +19,7 @@ from .bpecli_json import load_bpecli, write_bpecli_json
 from .common import json_kind
 from .gpt2 import Listing, load_gpt2, write_vocab_and_merges
 from .hugging_face import load_hugging_face, write_tokenizer_json
+from .registry import could_be_name, load_named
 from .tiktoken import load_tiktoken, write_tiktoken
 from .transformers import write_transformers_config
 
@@ -197,15 +198,20 @@ def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[s
     """The vocabulary of a tokenizer in any known format.
 
     path may be a folder written by `bpecli train`, a vocab.json with merges.txt beside it, a
-    Hugging Face tokenizer.json, or a .tiktoken ranks file (pattern defaults to cl100k there).
-    pattern and special_tokens, when given, replace what the files say. The files of one folder
+    Hugging Face tokenizer.json, a .tiktoken ranks file (pattern defaults to cl100k there), or
+    the name of an encoding tiktoken knows ("cl100k_base", see registry.py) when no file or
+    folder has that name. pattern and special_tokens, when given, replace what the files say. The files of one folder
     are read through one descriptor of it: all of one generation, even while `train --force`
     replaces the folder.
     """
-    path = Path(path)
+    given, path = str(path), Path(path)
     try:
         found = os.stat(path)
     except FileNotFoundError:
+        if could_be_name(given):  # a file or folder of that name wins over the encoding of that name
+            named = load_named(given, pattern=pattern, special_tokens=special_tokens)
+            if named is not None:
+                return named
         raise TokenizerFileError(f"{path}: no such tokenizer file or folder") from None
     except OSError as e:
         raise TokenizerFileError(f"{path}: cannot read ({folders.why(e)})") from None
@@ -228,7 +234,7 @@ def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[s
             raise TokenizerFileError(f"{path}: corrupt or of no known tokenizer format ({type(e).__name__}: "
                                      f"{str(e)[:200]})") from None
     # the digests of the files as read, so that the fingerprint is of these and never of later ones
-    return replace(vocab, file_digests=tuple(generation.digests[Path(name).name] for name in vocab.files))
+    return replace(vocab, file_digests=tuple(generation.digests[Path(name).name] for name in vocab.files), name=given)
 
 
 def _load_file(generation: folders.Generation, name: str, pattern: str | None,

@@ -3,6 +3,6 @@ with a manifest, written atomically and resumably (run.py, writer.py, journal.py
 (formats.py) and verified (verification.py)."""
 
 from .formats import read_shard as read_shard
-from .run import ShardRun as ShardRun
-from .run import write_shards as write_shards
+from .api import ShardRun as ShardRun
+from .api import write_shards as write_shards
 from .verification import verify as verify

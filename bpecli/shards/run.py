@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,15 +29,26 @@ from .writer import ShardWriter
 
 @dataclass(frozen=True)
 class ShardRun:
-    """What a call of write_shards did: the manifest it wrote (or found), and how."""
+    """What a call of write_shards did. out_dir: the shard folder; manifest: its manifest.json as
+    a dict (the shards with their tokens, documents and sha256, the totals, the settings);
+    status: "written", "resumed" (kept_shards came from a run that was stopped) or "complete"
+    (found finished and left alone); seconds: how long it took; n_bytes: the input bytes read.
+
+    Example: ShardRun(out_dir=PosixPath('shards'), status='written', kept_shards=0, ...).manifest["total_tokens"]
+    """
 
     out_dir: Path
-    manifest: dict
-    status: str  # "written", "resumed" or "complete" (found finished, left alone)
+    manifest: dict = field(repr=False)
+    status: str = "written"
     kept_shards: int = 0
     seconds: float = 0.0
     n_bytes: int = 0  # read by this run (decompressed), not by the run it resumed
     n_tokens: int = 0  # written by this run
+
+    @property
+    def shards(self) -> list[Path]:
+        """The paths of the shards, in order (train_* and val_* ones with a validation split)."""
+        return [self.out_dir / shard["file"] for shard in self.manifest["shards"]]
 
 
 def resolve_eot(tokenizer: Tokenizer, eot: str | None) -> int | None:

@@ -38,9 +38,9 @@ def train_bpe(
 ) -> list[tuple[bytes, bytes]]:
     """The merges of a byte-level BPE trained on pre-token counts, best first.
 
-    counts: {piece: count} (pieces as str or bytes) or counting.PieceCounts. vocab_size counts the
-    256 bytes, the merges and the special tokens. Ties go to the lexicographically greatest pair of
-    byte strings (the smallest tie_break_key).
+    counts: {piece: count}, pieces as str or bytes (the pre-tokens of a corpus, counted). vocab_size
+    counts the 256 bytes, the merges and the special tokens. Ties go to the lexicographically
+    greatest pair of byte strings, as in the CS336 reference.
     Example: {"aaabdaaabac": 1} with vocab_size 259 -> [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")]
     """
     n_merges = merges_wanted(vocab_size, special_tokens)

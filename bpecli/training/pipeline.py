@@ -46,16 +46,20 @@ def train(
     eos: str | None = None,
     progress=None,
 ) -> Tokenizer:
-    """Train a byte-level BPE on the documents of inputs (text, JSONL, Parquet, compressed: see
-    inputs.parts.document_parts; paths, URIs or (path, label) pairs), counted by `workers` processes
-    or the workers of a Dask cluster (scheduler: see parallel.map_in_order): byte b has id b, merge
-    i id 256 + i, and the special tokens take the last ids in the order given. normalize names the
-    steps (normalize.STEPS: nfkc, lowercase...) applied to every document first, and by encode.
-    progress, if given, makes a bar for each stage: progress(description, total, unit) -> an object
-    with update(n) and close(). add_prefix_space puts a space before each document that does not
-    start with one, in counting and in encode, as Hugging Face's ByteLevel(add_prefix_space=True).
-    bos and eos are special tokens (added to special_tokens if not there) that encode puts before
-    and after each text, as a Hugging Face TemplateProcessing does.
+    """Train a byte-level BPE tokenizer on the documents of inputs, as `bpecli train` does: text
+    (.txt, documents split at the special tokens), .jsonl and .parquet files (a document per
+    record, in text_column), compressed or not; paths, URIs (s3://...) or (path, label) pairs.
+    Byte b gets id b, merge i id 256 + i, and the special tokens the last ids in the order given;
+    vocab_size counts all three. Pre-tokens are counted by `workers` processes, or by the workers
+    of the Dask cluster whose address scheduler gives; the result is the same either way.
+    normalize names the steps applied to every document first ("nfc", "nfd", "nfkc", "nfkd",
+    "lowercase"), which encode then applies too. Training stops early when the best pair occurs
+    fewer than min_frequency times. errors: invalid UTF-8 stops ("strict") or becomes U+FFFD
+    ("replace"). add_prefix_space puts a space before each document that does not start with one,
+    in counting and in encode, as Hugging Face's ByteLevel(add_prefix_space=True). bos and eos are
+    special tokens (added to special_tokens if not there) that encode puts before and after each
+    text, as a Hugging Face TemplateProcessing does. progress, if given, makes a bar for each
+    stage: progress(description, total, unit) -> an object with update(n) and close(), such as tqdm.
 
     Example: train(["corpus.txt"], vocab_size=1000, special_tokens=["<|endoftext|>"]).save("tok")
     """
