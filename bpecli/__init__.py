@@ -9,6 +9,8 @@ This is the public API of bpecli:
 - train(inputs, vocab_size=...) -> Tokenizer, and train_bpe(counts, vocab_size=...) -> merges.
 - write_shards(tokenizer, inputs, out_dir, ...) -> ShardRun: a corpus into token shards, as
   `bpecli encode --out` writes them.
+- Template: the special tokens a tokenizer puts around each text (Hugging Face's post-processors,
+  `bpecli train --bos/--eos`), as Tokenizer.template gives it.
 - PATTERNS: the pre-tokenizer regexes of GPT-2, cl100k and o200k, by name.
 - BpecliError: what bpecli raises for bad input, files or options; its message says what to do.
 """

@@ -185,6 +185,7 @@ class Template:
         return " ".join(special_ids[part] if isinstance(part, int) else "TEXT" for part in self.single)
 
     def as_json(self) -> dict:
+        """The template as bpecli.json stores it: {"single": [...], "pair": [...]}."""
         return {"single": list(self.single), **({"pair": list(self.pair)} if self.pair is not None else {})}
 
 

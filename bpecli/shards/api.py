@@ -56,8 +56,9 @@ def write_shards(
       ("strict") or becomes U+FFFD ("replace").
     - workers: processes that encode; scheduler: a Dask scheduler's address to run them on. The
       shards are the same whichever is used.
-    - force: rebuild out_dir even if it holds a finished or different run (never a folder of
-      other files).
+    - force: make out_dir match this run, as Make wants: an interrupted run of the same settings
+      resumes, a finished one whose shards verify is kept, anything else is rebuilt (never a
+      folder of other files).
     - progress: a factory progress(description, total, unit) of an object with update(n),
       set_postfix_str(text) and close(), such as tqdm: lambda d, t, u: tqdm(desc=d, total=t, unit=u).
 
