@@ -21,7 +21,7 @@ from bpecli.training import train
 
 distributed = pytest.importorskip("distributed")
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture(scope="module")
