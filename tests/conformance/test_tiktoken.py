@@ -1,11 +1,14 @@
 """Encode and decode, id for id against tiktoken built from the same ranks."""
 
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpecli import BpecliError, Tokenizer
+from conftest import texts
 
 TEXTS = {
     "empty": "",
@@ -199,18 +202,14 @@ def test_a_tokenizer_pickles_without_its_tables_or_caches(gpt2):
     assert len(pickle.dumps(gpt2)) < 3 * len(pickle.dumps(gpt2.ranks))
 
 
-@pytest.mark.system
-def test_pre_tokens_up_to_numpy_piece_bytes_merge_without_numpy(gpt2_vocab):
-    """A one-liner loads numpy only for a pre-token longer than NUMPY_PIECE, which merges in the
-    bulk engine's linked list (the two merge alike: see tests/test_bpe.py)."""
-    import subprocess
-    import sys
 
-    from bpecli.encoding.reference import NUMPY_PIECE
+def test_tiktoken_reads_the_ranks_file(trained, fixtures):
+    tiktoken = pytest.importorskip("tiktoken")
+    from tiktoken.load import load_tiktoken_bpe
 
-    code = ("import sys, bpecli; tok = bpecli.load(sys.argv[1]); n = int(sys.argv[2]); "
-            "ids = tok.encode('x' * n); print('numpy' in sys.modules, len(ids))")
-    for size, numpy_loaded in ((NUMPY_PIECE, "False"), (NUMPY_PIECE + 1, "True")):
-        done = subprocess.run([sys.executable, "-c", code, str(gpt2_vocab), str(size)], capture_output=True, text=True,
-                              check=True)
-        assert done.stdout.split()[0] == numpy_loaded
+    tok, out = trained
+    meta = json.loads((out / "bpecli.json").read_text())
+    theirs = tiktoken.Encoding("trained", pat_str=meta["pattern"], special_tokens=meta["special_tokens"],
+                               mergeable_ranks=load_tiktoken_bpe(str(out / "tokenizer.tiktoken")))
+    for text in texts(fixtures):
+        assert theirs.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all")

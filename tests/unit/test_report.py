@@ -12,8 +12,8 @@ from bpecli.errors import InputError, OutputError
 from bpecli.report import shard_figures, shard_stats, shards_page, tokenizer_figures, tokenizer_page, tokenizer_stats, write_report
 from bpecli.report.kinds import kind_of, kinds
 from bpecli.report.page import FIGURES_ID, SIGNATURE
-from bpecli.shards import write_shards
 from bpecli.report.tokenizer_stats import describe
+from bpecli.shards import write_shards
 from bpecli.vocab import render_token, token_parts
 
 EOT = 50256
@@ -323,11 +323,3 @@ def test_a_manifest_without_tallies_per_input_still_has_every_other_figure(folde
     figures = shard_figures(out, tokenizer=gpt2)
     assert figures["by_input"] is None and figures["splits"] == shard_figures(folder / "out", tokenizer=gpt2)["splits"]
     assert "Tokens per input are not recorded" in shards_page(figures, gpt2) and figures["same_tokenizer_files"] is True
-
-
-def test_a_full_disk_leaves_the_last_report_whole_and_no_partial_file(tiny_disk):
-    page = tiny_disk / "report.html"
-    write_report(page, SIGNATURE + "old")
-    with pytest.raises(OutputError, match="cannot write --report .*No space left"):
-        write_report(page, SIGNATURE + "x" * 200_000)
-    assert page.read_text() == SIGNATURE + "old" and sorted(p.name for p in tiny_disk.iterdir()) == ["report.html"]
