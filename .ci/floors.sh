@@ -1,6 +1,6 @@
 #!/bin/bash
 # The lowest versions pyproject.toml declares, installed together (the test extras resolved around
-# them), then the whole suite: `bash tests/floors.sh` from the repository. Not part of .ci/run
+# them), then the whole suite: `bash .ci/floors.sh` from the repository. Not part of .ci/run
 # (it installs a second environment); run it when a floor changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
