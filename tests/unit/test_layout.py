@@ -55,11 +55,12 @@ def imported(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
         parts = target.split(".")
         for end in range(1, len(parts) + 1):
             module = ".".join(parts[:end])
+            # the packages name is inside are running already: a package's __init__ importing its
+            # own submodules, and they their siblings, is how a package is built, not a cycle
             inside = name == module or name.startswith(module + ".")
             if module in modules and not inside:
                 found.add(module)
-    # a package's __init__ importing its own submodules is how a package is built, not a cycle
-    return {module for module in found if not (is_package and module.startswith(name + "."))}
+    return found
 
 
 def import_cycles(root: Path, package: str) -> list[list[str]]:
@@ -140,6 +141,18 @@ def test_a_package_init_importing_its_own_submodules_is_no_cycle(tmp_path):
         "pkg/training/pipeline.py": "from pkg.tokenizer import Tokenizer\nfrom ..vocab import Vocab\n\ndef train():\n    pass\n",
     })
     assert import_cycles(tmp_path, "pkg") == []
+
+
+def test_the_cycle_finder_follows_a_package_init_into_its_submodules(tmp_path):
+    """tokenizer imports the training package lazily; its __init__ runs pipeline, which imports the
+    tokenizer: a cycle, though tokenizer never names pipeline."""
+    write_tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/tokenizer.py": "def train():\n    from pkg import training\n    return training.train()\n",
+        "pkg/training/__init__.py": "from .pipeline import train\n",
+        "pkg/training/pipeline.py": "from pkg.tokenizer import Tokenizer\n",
+    })
+    assert import_cycles(tmp_path, "pkg") == [["pkg.tokenizer", "pkg.training", "pkg.training.pipeline"]]
 
 
 # ---- sizes -----------------------------------------------------------------------------------------
