@@ -78,8 +78,19 @@ _OLD_CHARACTERS = ["a", "B", "1", "23", "4567", " ", "  ", "\n", "\r\n", "\t", "
                    "Ǆ", "ǅ", "ʰ", "\u0301", "\u00a0", "\u2003", "\u3000", "😀", "!", "_", "x\n", "٣", "Ⅻ", "²", "ß"]
 
 
-@pytest.mark.parametrize("preset", ["gpt2", "cl100k", "o200k"])
-def test_hugging_face_gives_our_ids_for_every_preset(gpt2, preset, tmp_path, kernel_docs_sample):
+@pytest.fixture(scope="module", params=["gpt2", "cl100k", "o200k"])
+def preset_folder(request, gpt2, tmp_path_factory):
+    """(preset, a Tokenizer of GPT-2's ranks with that preset's pattern, the folder it saved), saved
+    once for the tests that load it in tokenizers and in transformers."""
+    from bpecli import PATTERNS
+
+    tok = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=PATTERNS[request.param])
+    folder = tmp_path_factory.mktemp(request.param) / "tok"
+    tok.save(folder)
+    return request.param, tok, folder
+
+
+def test_hugging_face_gives_our_ids_for_every_preset(preset_folder, kernel_docs_sample):
     """Oniguruma reads cl100k's possessive \\p{N}{1,3}+ as "one or more of {1,3}" ("2010" was
     "20" + "10" there): the tokenizer.json we write says it with an atomic group."""
     import random
@@ -87,25 +98,21 @@ def test_hugging_face_gives_our_ids_for_every_preset(gpt2, preset, tmp_path, ker
     from bpecli import PATTERNS
 
     tokenizers = pytest.importorskip("tokenizers")
-    tok = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=PATTERNS[preset])
-    tok.save(tmp_path / "tok")
-    theirs = tokenizers.Tokenizer.from_file(str(tmp_path / "tok" / "tokenizer.json"))
+    preset, tok, folder = preset_folder
+    theirs = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
     rng = random.Random(0)
     texts = ["2010", "In 2010, 12345678 people"] + [d for d in kernel_docs_sample.split("<|endoftext|>") if d][:200]
     texts += ["".join(rng.choice(_OLD_CHARACTERS) for _ in range(rng.randint(1, 40))) for _ in range(1000)]
     for text in texts:
         assert theirs.encode(text, add_special_tokens=False).ids == tok.encode_ordinary(text), text[:80]
-    assert Tokenizer.load(tmp_path / "tok" / "tokenizer.json").pattern == PATTERNS[preset]  # read back as the preset
+    assert Tokenizer.load(folder / "tokenizer.json").pattern == PATTERNS[preset]  # read back as the preset
 
 
-@pytest.mark.parametrize("preset", ["gpt2", "cl100k", "o200k"])
-def test_transformers_loads_a_saved_folder_with_our_ids_and_its_eos_token(gpt2, preset, tmp_path, kernel_docs_sample):
+def test_transformers_loads_a_saved_folder_with_our_ids_and_its_eos_token(preset_folder, kernel_docs_sample):
     transformers = pytest.importorskip("transformers")
-    from bpecli import PATTERNS
 
-    tok = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=PATTERNS[preset])
-    tok.save(tmp_path / "tok")
-    theirs = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "tok"))
+    _, tok, folder = preset_folder
+    theirs = transformers.AutoTokenizer.from_pretrained(str(folder))
     assert (theirs.eos_token, theirs.eos_token_id) == ("<|endoftext|>", 50256)
     for text in [SAMPLE, "In 2010, 12345678 people"] + kernel_docs_sample.split("<|endoftext|>")[:30]:
         ids = theirs.encode(text)
