@@ -15,7 +15,6 @@ from typing import Any
 import typer
 
 from ..formats.alphabet import token_to_str
-from ..report.tokenizer_stats import describe
 from ..vocab import render_token
 from .options import Format
 from .streams import Named, binary_stdout
@@ -117,6 +116,8 @@ def train_summary(tokenizer, out: Path, vocab_size: int, min_frequency: int, qui
         typer.echo(f"bpecli: note: stopped after {len(tokenizer.merges):,} merges: {why}; "
                    f"the vocabulary has {tokenizer.vocab_size:,} tokens, not {vocab_size:,}", err=True)
     if as_json:
+        from ..report.tokenizer_stats import describe  # the report package loads numpy
+
         info = describe(tokenizer)
         print_json({"out": str(out), "vocab_size": tokenizer.vocab_size, "vocab_size_asked": vocab_size,
                     "merges": len(tokenizer.merges), "special_tokens": info["special_tokens"], "pattern": info["pattern"],
