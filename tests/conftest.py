@@ -58,6 +58,28 @@ def tiktoken_gpt2(fixtures):
     return tiktoken.Encoding("gpt2", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 50256})
 
 
+# Text that every tokenizer file must give the same ids for: specials, digits, accents, CJK, emoji.
+SAMPLE = "Hello world! It's 2026; naïve café, 日本語, emoji 🎉.\n\n  indented\tline<|endoftext|>next doc"
+
+
+@pytest.fixture(scope="session")
+def trained(fixtures, tmp_path_factory):
+    """A tokenizer trained on two fixture files and saved once: (the Tokenizer, its folder). Read it, never
+    write into its folder (copy the files into tmp_path first)."""
+    from bpecli import train
+
+    out = tmp_path_factory.mktemp("tok") / "tok"
+    tok = train([fixtures / "corpus.en", fixtures / "tinystories_sample.txt"], vocab_size=700,
+                special_tokens=["<|endoftext|>"])
+    tok.save(out)
+    return tok, out
+
+
+def texts(fixtures) -> list[str]:
+    """SAMPLE and three fixture files: the texts a written tokenizer is read back on."""
+    return [SAMPLE] + [(fixtures / n).read_text(encoding="utf-8") for n in ("corpus.en", "german.txt", "tinystories_sample.txt")]
+
+
 @pytest.fixture(scope="session")
 def cl100k_file() -> Path:
     pytest.importorskip("tiktoken")

@@ -136,7 +136,7 @@ def train_summary(tokenizer, out: Path, vocab_size: int, min_frequency: int, qui
         typer.echo(f"bpecli: note: stopped after {counted(len(tokenizer.merges), 'merge')}: {why}; "
                    f"the vocabulary has {tokenizer.vocab_size:,} tokens, not {vocab_size:,}", err=True)
     if as_json:
-        from ..report.tokenizer_stats import describe
+        from ..report.tokenizer_stats import describe  # the report package loads numpy
 
         info = describe(tokenizer)
         print_json({"out": str(out), "vocab_size": tokenizer.vocab_size, "vocab_size_asked": vocab_size,

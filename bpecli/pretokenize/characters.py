@@ -15,7 +15,8 @@ from ..arrays import spans
 from . import unicode_classes
 
 LETTER, NUMBER, OTHER, WHITESPACE, SPACE, CRLF = 0, 1, 2, 3, 4, 5  # letter, number, other, whitespace, " ", \r or \n
-# No code point past this one is whitespace to the regex module (tests/test_unicode.py checks them all).
+# No code point past this one is whitespace to the regex module
+# (tests/conformance/test_tiktoken_unicode.py checks them all).
 LAST_WHITESPACE = 0x3000
 
 

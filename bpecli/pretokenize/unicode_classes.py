@@ -4,8 +4,9 @@ The regex module's tables follow newer Unicode versions than tiktoken's regex en
 characters are letters to it and unassigned to tiktoken (U+0558, for one), and U+0295 is Lo there
 and Ll here. The presets (gpt2, cl100k, o200k) are tiktoken's patterns, so bpecli splits with
 tiktoken's classes, listed here as ranges of code points (hexadecimal, "a-b" or one "a"), read off
-tiktoken 0.14 by encoding every code point with a pattern of one class. tests/test_unicode.py reads
-them off tiktoken again and compares; custom patterns keep the regex module's own classes.
+tiktoken 0.14 by encoding every code point with a pattern of one class.
+tests/conformance/test_tiktoken_unicode.py reads them off tiktoken again and compares; custom
+patterns keep the regex module's own classes.
 """
 
 from __future__ import annotations
