@@ -138,13 +138,13 @@ def decode(
 
 
 def inspect(
-    target: Annotated[Path, typer.Argument(help="A tokenizer (any format encode takes) or a shard folder.")],
+    target: Annotated[str, typer.Argument(help="A tokenizer (any format encode takes) or a shard folder.")],
     text: Annotated[Optional[str], typer.Option(help="Show how this text splits; - reads stdin.")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Shard folder: re-hash every shard against the manifest.")] = False,
-    compare: Annotated[Optional[list[Path]], typer.Option(help="Another tokenizer to set beside this one (repeatable); on --corpus too.")] = None,
+    compare: Annotated[Optional[list[str]], typer.Option(help="Another tokenizer to set beside this one (repeatable); on --corpus too.")] = None,
     corpus: Annotated[Optional[list[str]], typer.Option(help="Text, .jsonl or .parquet to measure bytes per token on (repeatable; large ones are sampled).")] = None,
     report: Annotated[Optional[Path], typer.Option(help="Write the figures as one self-contained HTML page to this file.")] = None,
-    shard_tokenizer: Annotated[Optional[Path], typer.Option("--tokenizer", "-t", help="Shard folder: the tokenizer it was encoded with, to show tokens, not ids, and bytes per token.")] = None,
+    shard_tokenizer: Annotated[Optional[str], typer.Option("--tokenizer", "-t", help="Shard folder: the tokenizer it was encoded with, to show tokens, not ids, and bytes per token.")] = None,
     as_json: JsonOption = False,
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,
@@ -153,12 +153,13 @@ def inspect(
     tokens, or a shard folder; --report draws the same figures in an HTML page."""
     from ..shards.layout import JOURNAL, MANIFEST
 
-    if target.is_dir() and ((target / MANIFEST).exists() or (target / JOURNAL).exists()):
+    folder = Path(target)  # tokenizers stay str, as given: Path writes "s3://" as "s3:/" in messages
+    if folder.is_dir() and ((folder / MANIFEST).exists() or (folder / JOURNAL).exists()):
         for given, option in ((text, "--text"), (compare, "--compare"), (corpus, "--corpus")):
             if given:
                 raise typer.BadParameter(f"{option} is for a tokenizer; {target} is a shard folder")
         tok = _load_tokenizer(shard_tokenizer, pattern, special_ids) if shard_tokenizer else None
-        return _inspect_shards(target, tok, verify, as_json, report)
+        return _inspect_shards(folder, tok, verify, as_json, report)
     if shard_tokenizer:
         raise typer.BadParameter(f"--tokenizer is for a shard folder; {target} is the tokenizer itself")
     if verify:
@@ -228,7 +229,7 @@ def bench(
     render.bench_view(report, workers, repeat, against is not None)
 
 
-def _load_tokenizer(path: Path, pattern: str | None, special_ids: list[str] | None):
+def _load_tokenizer(path: str | Path, pattern: str | None, special_ids: list[str] | None):
     """The tokenizer at path, with --pattern and the special tokens of --special-ids TOKEN=ID."""
     from ..inputs.documents import parse_id, shown
 

@@ -98,8 +98,8 @@ def fraction(value: str | float) -> float:
 fraction.__name__ = "float"
 
 
-TokenizerOption = Annotated[
-    Path, typer.Option("--tokenizer", "-t", help="A bpecli folder, vocab.json, tokenizer.json or .tiktoken file.")
+TokenizerOption = Annotated[  # a str, as given: a Path would write "s3://" as "s3:/" in messages
+    str, typer.Option("--tokenizer", "-t", help="A bpecli folder, vocab.json, tokenizer.json or .tiktoken file.")
 ]
 SchedulerOption = Annotated[Optional[str], typer.Option(
     envvar="BPECLI_SCHEDULER", show_envvar=False,

@@ -202,11 +202,11 @@ def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[s
     are read through one descriptor of it: all of one generation, even while `train --force`
     replaces the folder.
     """
-    path = Path(path)
+    given, path = str(path), Path(path)  # given as written: Path turns "s3://" into "s3:/"
     try:
         found = os.stat(path)
     except FileNotFoundError:
-        raise TokenizerFileError(f"{path}: no such tokenizer file or folder") from None
+        raise TokenizerFileError(f"{given}: no such tokenizer file or folder") from None
     except OSError as e:
         raise TokenizerFileError(f"{path}: cannot read ({folders.why(e)})") from None
     if stat.S_ISDIR(found.st_mode):

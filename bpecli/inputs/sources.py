@@ -58,9 +58,11 @@ def is_uri(name: str) -> bool:
     return "://" in str(name)
 
 
-# The credentials a URI may carry: everything before the host's "@" (up to the last "@" before the
-# query: a secret key may hold "/"), and the values of query parameters named like keys or secrets.
-_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^?#\s]*@")
+# The credentials a URI may carry: its userinfo, "//USER:SECRET@" right after the scheme (RFC 3986;
+# "scheme:/" too, as pathlib writes "s3://..."); a secret with a "/" left unencoded, as in
+# "s3://KEY:a/b@bucket", up to the "@" (what follows "KEY:" is no port); and the values of query
+# parameters named like keys or secrets.
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/{1,2})(?:[^/?#\s@]*|[^/?#\s@:]*:(?![0-9]*(?:[/?#\s]|$))[^?#\s@]*)@")
 # (a value ends at the next parameter, or at ": " or a quote, as after a URI in a message)
 _SECRET_PARAMETER = re.compile(r"([?&;][^=&;#\s]*(?:key|secret|token|passw|pwd|signature|credential|auth)[^=&;#\s]*=)"
                                r"(?:[^&;#\s:'\"]|:(?=[^\s]))*", re.IGNORECASE)
@@ -72,7 +74,7 @@ def redact(text: str) -> str:
 
     Example: "s3://KEY:SECRET@bucket/a.txt?secret_key=S" -> "s3://***@bucket/a.txt?secret_key=***"
     """
-    if "://" not in text:
+    if ":/" not in text:
         return text
     return _SECRET_PARAMETER.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
 
