@@ -14,7 +14,7 @@ from ..formats import check_writable
 from ..tokenizer import load
 from ..pretokenize import document_separators
 from . import render
-from .ids import write_ids
+from .ids import write_decoded, write_ids
 from .options import (
     Dtype, Errors, Format, JsonOption, PatternOption, Peer, SchedulerOption, ShardFormat, Special, SpecialIdsOption,
     TokenizerOption, cpus, fraction, whole_option,
@@ -122,18 +122,17 @@ def decode(
     special_ids: SpecialIdsOption = None,
 ) -> None:
     """Decode token ids back to text, written with nothing added."""
-    from ..inputs.documents import read_ids
+    from ..inputs.documents import id_blocks
 
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if input.endswith((".npy", ".bin")):
         from ..shards import read_shard
 
-        ids: Any = read_shard(input)
+        blocks: Any = [read_shard(input)]
     else:
-        ids = read_ids(input)
-    text = tok.decode(ids, errors=errors.value)
+        blocks = id_blocks(input)  # a block at a time: an ids file of any size
     stdout = binary_stdout()
-    stdout.write(text.encode("utf-8", errors="surrogateescape"))
+    write_decoded(tok, blocks, errors.value, stdout)
     stdout.flush()
 
 

@@ -102,3 +102,25 @@ def _write_ids_line(tok, texts, format: Format, allow_special: bool, name: str, 
         count += len(ids)
     ending = {Format.count: str(count), Format.json: f"], \"count\": {count}}}"}.get(format, "")
     stdout.write((ending + "\n").encode())
+
+
+def write_decoded(tok, blocks, errors: str, stdout) -> None:
+    """The text of ids given a block at a time, written a block at a time: a character whose bytes
+    two blocks share is written whole with the second. With errors="strict", invalid UTF-8 is an
+    error that names its byte in the whole text."""
+    import codecs
+    from itertools import chain
+
+    from ..errors import BpecliError
+
+    decoder = codecs.getincrementaldecoder("utf-8")(errors)
+    done = 0  # the bytes of text decoded so far, those the decoder holds included
+    for data in chain(map(tok.decode_bytes, blocks), [None]):  # None: the end
+        held = len(decoder.getstate()[0])
+        try:
+            text = decoder.decode(data or b"", final=data is None)
+        except UnicodeDecodeError as e:
+            raise BpecliError(f"the ids decode to invalid UTF-8 at byte {done - held + e.start}; "
+                              "use --errors replace to see U+FFFD instead") from None
+        stdout.write(text.encode("utf-8", errors="surrogateescape"))
+        done += len(data or b"")

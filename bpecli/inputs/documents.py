@@ -242,9 +242,11 @@ def _checked_texts(values: list[bytes], part: Part, column: str, errors: str) ->
 
 
 def text_parts(name: str, *, separators: list[str], safe_cut: str | None = None, errors: str = "strict") -> Iterator[str]:
-    """The text of a file or URI (plain or compressed) a part at a time, cut before a separator
-    or at a safe cut (see document_parts): what encode reads of a text too large to read whole."""
-    for part in document_parts([(name, redact(name))], separators=separators, safe_cut=safe_cut):
+    """The text of a file, URI (plain or compressed), FIFO or stdin ("-") a part at a time, cut
+    before a separator or at a safe cut (see document_parts): what encode reads of a text too
+    large to read whole."""
+    label = "<stdin>" if name == "-" else redact(name)
+    for part in document_parts([(name, label)], separators=separators, safe_cut=safe_cut):
         yield _part_text(part, _part_bytes(part), errors)
 
 
@@ -256,19 +258,45 @@ def read_text(name: str, errors: str = "strict", hint: str | None = None) -> str
 
 def read_ids(name: str) -> list[int]:
     """Whitespace-separated token ids in a file or stdin ("-")."""
+    return [i for block in id_blocks(name) for i in block]
+
+
+def id_blocks(name: str) -> Iterator[list[int]]:
+    """Whitespace-separated token ids in a file or stdin ("-"), a block at a time (each cut at
+    whitespace): an ids file of any size is read in bounded memory."""
+    from .sources import read_blocks
+
     label = "<stdin>" if name == "-" else redact(name)
-    raw = read_bytes(name)
-    found = binary_kind(raw, label, "token ids")
-    if found is not None:
-        raise found
-    text = decode_utf8(raw, label)
+    pending, at, row = b"", 0, 1  # what is read and not yet parsed, where it starts, its line
+    for block in read_blocks(name):
+        data = pending + block
+        if at == 0 and (found := binary_kind(data, label, "token ids")) is not None:
+            raise found
+        cut = max(data.rfind(space) for space in _SPACES) + 1
+        if cut == 0 and len(data) <= _WORD_BYTES:  # a word that goes on into the next block
+            pending = data
+            continue
+        whole = data[:cut] if cut else data  # (a word this long is no id: an error below)
+        yield _parsed_ids(whole, label, at, row)
+        pending, at, row = data[len(whole):], at + len(whole), row + whole.count(b"\n")
+    if pending:
+        yield _parsed_ids(pending, label, at, row)
+
+
+_WORD_BYTES = 1 << 20  # a word read whole to name it in an error: far longer than any id
+_SPACES = (b" ", b"\n", b"\t", b"\r", b"\f", b"\v")
+
+
+def _parsed_ids(raw: bytes, label: str, at: int, row: int) -> list[int]:
+    """The ids in raw, which starts at byte `at` (line `row`) of the input."""
+    text = decode_utf8(raw, label, offset=at, first_line=row)
     if _IDS.fullmatch(text):  # int() alone would take "²"'s neighbours "١" and "1_0"
         long = _LONG_ID.search(text)
         if long is None:
             return list(map(int, text.split()))
-        row = text.count("\n", 0, long.start()) + 1
+        row += text.count("\n", 0, long.start())
         raise InputError(f"{label}:{row}: {shown(long.group())} is no token id: ids have at most {MAX_ID_DIGITS} digits")
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), row):
         for word in line.split():
             if not _ID.fullmatch(word):
                 raise InputError(f"{label}:{number}: {shown(word)} is not a token id (expected integers 0, 1, 2, ...)")

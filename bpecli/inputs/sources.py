@@ -11,7 +11,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -259,6 +259,42 @@ def _stdin_buffer():
     return sys.stdin.buffer
 
 
+class ReadOnce:
+    """stdin ("-") or a FIFO as a stream read once, a block at a time: read(n), tell() (the bytes
+    read so far), and close(), which leaves stdin open."""
+
+    def __init__(self, path: str, label: str):
+        self.label, self.position = label, 0
+        if path == "-":
+            self.file, self.owned = _stdin_buffer(), False
+        else:
+            try:
+                self.file, self.owned = open(path, "rb"), True
+            except OSError as e:
+                raise _open_error(label, e) from None
+
+    def read(self, n: int) -> bytes:
+        try:
+            data = self.file.read(n)
+        except OSError as e:
+            raise _open_error(self.label, e) from None
+        self.position += len(data)
+        return data
+
+    def tell(self) -> int:
+        return self.position
+
+    def close(self) -> None:
+        if self.owned:
+            self.file.close()
+
+    def __enter__(self) -> ReadOnce:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def read_bytes(name: str) -> bytes:
     """The whole of a file (decompressed if it is named .gz, .zst or .bz2), or of stdin for "-";
     at most MAX_DOCUMENT_BYTES of it (more is an error: /dev/zero never ends)."""
@@ -287,6 +323,33 @@ def read_bytes(name: str) -> bytes:
         except (OSError, pa.ArrowException) as e:
             raise InputError(f"{label}: cannot read or decompress ({e})") from None
     return bytes(_bounded(open_mmap(name, label), label))
+
+
+def read_blocks(name: str, size: int = 4 << 20) -> Iterator[bytes]:
+    """A file (decompressed if it is named .gz, .zst or .bz2), URI, FIFO or stdin ("-") front to
+    back, a block of at most size bytes at a time: what is held stays bounded whatever its size."""
+    label = "<stdin>" if name == "-" else redact(name)
+    compression = None if name == "-" else input_kind(name)[1]
+    if not compression and not is_uri(name):
+        with ReadOnce(name, label) as source:
+            while block := source.read(size):
+                yield block
+        return
+    import pyarrow as pa
+
+    try:
+        if is_uri(name):
+            raw = open_input(name, label)
+            stream = pa.CompressedInputStream(raw, compression) if compression else raw
+        else:
+            stream = pa.input_stream(name, compression=compression)
+        with stream:
+            while block := stream.read(size):
+                yield block
+    except FileNotFoundError:
+        raise InputError(f"{label}: no such file") from None
+    except (OSError, pa.ArrowException) as e:
+        raise InputError(redact(f"{label}: cannot read or decompress ({e})")) from None
 
 
 def _bounded(data, label: str):
