@@ -16,7 +16,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import OutputError, TokenizerFileError
+from .errors import OutputError, TokenizerFileError, arg
 
 # The version of the files bpecli writes to describe what it wrote (bpecli.json, manifest.json).
 FORMAT_VERSION = 1
@@ -46,8 +46,8 @@ def make_building(parent: Path, prefix: str) -> tuple[Path, int]:
 
 def lock(folder: Path) -> int:
     """An exclusive lock on the folder itself (flock on its descriptor), returned as the descriptor
-    to close. The lock follows the folder when it is renamed, and goes with the process that held
-    it however it ends, so a kill -9 never leaves a folder locked."""
+    to give to unlock. The lock follows the folder when it is renamed, and goes with the process
+    that held it however it ends, so a kill -9 never leaves a folder locked."""
     try:
         import fcntl
     except ImportError:  # no flock (Windows): run unguarded, with a descriptor to close all the same
@@ -61,9 +61,17 @@ def lock(folder: Path) -> int:
     except OSError as e:
         if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
             os.close(fd)
-            raise OutputError(f"another bpecli is writing {folder}; wait for it to finish, or choose another --out") from None
+            raise OutputError(f"another bpecli is writing {folder}; wait for it to finish, "
+                              f"or choose another {arg('out_dir')}") from None
         # a filesystem without flock (some network ones): unguarded, as on Windows
+    _held.add(fd)
     return fd
+
+
+def unlock(fd: int) -> None:
+    """Give up a lock that lock() returned."""
+    _held.discard(fd)
+    os.close(fd)
 
 
 # The folder locks this process holds. A flock belongs to the open file, which a forked child (a
@@ -90,12 +98,10 @@ def locked(folder: Path):
     """Hold the lock of a folder (see lock) while writing into it: two runs writing the same files
     would interleave them."""
     fd = lock(folder)
-    _held.add(fd)
     try:
         yield
     finally:
-        _held.discard(fd)
-        os.close(fd)
+        unlock(fd)
 
 
 def exchange(a: Path, b: Path) -> bool:
@@ -196,7 +202,7 @@ def remove_leftovers(parent: Path, prefix: str, own: Callable[[str], bool]) -> N
         try:
             remove(parent / entry, own)
         finally:
-            os.close(held)
+            unlock(held)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def save(vocab: Vocab, out_dir: str | Path, *, force: bool = False) -> Path:
     except OSError as e:
         raise OutputError(f"cannot write {out_dir} ({e.strerror or e})") from None
     finally:
-        os.close(held)
+        folders.unlock(held)
         folders.remove(building, _own)  # gone already once renamed
     return out_dir
 
@@ -153,10 +153,10 @@ def _replace_folder(vocab: Vocab, out_dir: Path) -> Path:
         except OSError as e:
             raise OutputError(f"cannot write {out_dir} ({e.strerror or e})") from None
         finally:
-            os.close(building_held)
+            folders.unlock(building_held)
             folders.remove(building, _own)  # the old generation, or the new one on a failure
     finally:
-        os.close(held)
+        folders.unlock(held)
     return out_dir
 
 
@@ -185,7 +185,7 @@ def _replace_inside(vocab: Vocab, target: Path) -> None:
     except OSError as e:
         raise OutputError(f"cannot write {target} ({e.strerror or e})") from None
     finally:
-        os.close(held)
+        folders.unlock(held)
         folders.remove(building, _own)
 
 

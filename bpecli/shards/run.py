@@ -110,7 +110,8 @@ def write_shards(
     settings.update(bos=None if bos is None else {"id": bos, "token": tokenizer.special_ids.get(bos)},
                     val_fraction=val_fraction)
     made = _make_folder(out)
-    with locked(out), _unmade_on_failure(out, made):
+    # the folder locked is the one out leads to (out may be a link to a folder on a larger disk)
+    with locked(Path(os.path.realpath(out))), _unmade_on_failure(out, made):
         found = prepare(out, settings, force)
         if isinstance(found, dict):
             return ShardRun(out, found, "complete")
