@@ -53,9 +53,9 @@ def write_ids(tok, inputs: list[str], format: Format, lines: bool, allow_special
 
 
 def _cuts_safely(tok, allow_special: bool) -> bool:
-    """Whether text cut at safe cuts encodes as the whole: a preset pattern, and no special token
-    that a safe cut could fall inside (one holding a newline)."""
-    return is_preset(tok.pattern) and not (allow_special and any("\n" in t for t in tok.special_tokens))
+    """Whether text cut at safe cuts (and word cuts) encodes as the whole: a preset pattern, and no
+    special token that a cut could fall inside (one holding a newline or a space)."""
+    return is_preset(tok.pattern) and not (allow_special and any("\n" in t or " " in t for t in tok.special_tokens))
 
 
 def _lines_in_parts(name: str, errors: str):

@@ -38,25 +38,42 @@ SAFE_CUT = r"(?<=[^\s]\n)(?=[A-Za-z0-9])"
 _SAFE_CUT_BYTES, _SAFE_CUT_STR = re.compile(SAFE_CUT.encode()), re.compile(SAFE_CUT)
 
 
+# Where a preset pattern surely ends a piece, for text with no safe cut near (one long line): after
+# an ASCII letter and before a space. No preset's piece holds a letter followed by a space (letters
+# run to a non-letter; a contraction ends in a letter), and the piece after starts at the space.
+WORD_CUT = r"(?<=[A-Za-z])(?= )"
+_WORD_CUT_BYTES, _WORD_CUT_STR = re.compile(WORD_CUT.encode()), re.compile(WORD_CUT)
+
+
 def safe_blocks(document, size: int) -> list:
-    """document (bytes or str) cut at safe cuts into blocks of about `size` bytes (characters) or
-    more: a block runs on to the next safe cut. Each block pre-tokenizes, counts and encodes as it
-    does in the whole.
+    """document (bytes or str) cut into blocks of about `size` bytes (characters) or more, at safe
+    cuts, or, where none comes within `size` more, at a word cut (WORD_CUT): a long line is cut
+    too. Each block pre-tokenizes, counts and encodes by a preset pattern as it does in the whole.
 
     Example: b"one\ntwo\nthree" with size 2 -> [b"one\n", b"two\n", b"three"]
     """
     blocks, start = [], 0
-    newline, safe = ("\n", _SAFE_CUT_STR) if isinstance(document, str) else (b"\n", _SAFE_CUT_BYTES)
+    text = isinstance(document, str)
+    newline, safe, word = ("\n", _SAFE_CUT_STR, _WORD_CUT_STR) if text else (b"\n", _SAFE_CUT_BYTES, _WORD_CUT_BYTES)
     while len(document) - start > size:
-        at = start + size - 1  # a safe cut is just after a newline: found by a newline's search
-        while (at := document.find(newline, at)) >= 0 and not safe.match(document, at + 1):
-            at += 1
-        if at < 0:
+        cut = _safe_cut(document, start + size - 1, start + 2 * size, newline, safe)
+        if cut < 0:
+            found = word.search(document, start + size, start + 2 * size + 1)
+            cut = found.start() if found else _safe_cut(document, start + 2 * size, len(document), newline, safe)
+        if cut < 0:
             break
-        blocks.append(document[start : at + 1])
-        start = at + 1
+        blocks.append(document[start:cut])
+        start = cut
     blocks.append(document[start:] if start else document)
     return blocks
+
+
+def _safe_cut(document, at: int, end: int, newline, safe) -> int:
+    """The first safe cut after document[at:end]'s first newline that has one, or -1 (a safe cut
+    is just after a newline: found by a newline's search)."""
+    while (at := document.find(newline, at, end)) >= 0 and not safe.match(document, at + 1):
+        at += 1
+    return at + 1 if at >= 0 else -1
 
 
 def is_preset(pattern: str) -> bool:
