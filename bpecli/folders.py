@@ -22,7 +22,7 @@ from .errors import OutputError, TokenizerFileError, arg
 FORMAT_VERSION = 1
 # The suffix of every folder bpecli builds before renaming it into place.
 TEMPORARY = ".bpecli-tmp"
-# The lock file older bpecli left in the folders it wrote (a folder is locked by its descriptor now).
+# A lock file that folders written by earlier versions of bpecli may hold: it counts as bpecli's own.
 LEGACY_LOCK = ".bpecli-lock"
 
 
@@ -163,7 +163,7 @@ def same_settings(new: Path, old: Path) -> None:
 
 def remove(folder: Path, own: Callable[[str], bool]) -> bool:
     """Remove a generation that holds nothing but files own() names (and folders built inside it
-    by older bpecli, holding the same); anything else keeps it, untouched. True if it is gone."""
+    holding the same); anything else keeps it, untouched. True if it is gone."""
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
@@ -377,19 +377,29 @@ def read_regular(path: Path | str, limit: int, *, follow_links: bool = True,
     return data, found
 
 
+def not_utf8(data: bytes, e: UnicodeDecodeError) -> str:
+    """What a file that is not UTF-8 is said to be, in every message: the first bad byte and where."""
+    return f"not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start:,})"
+
+
+def too_deep() -> str:
+    """What JSON nested past Python's recursion limit is said to be, in every message."""
+    return f"nested too deeply (arrays or objects more than {sys.getrecursionlimit():,} levels deep)"
+
+
 def parse_json(data: bytes):
     """The JSON value in data (UTF-8, a byte-order mark left out); Unreadable says what is wrong
     and on which line: not UTF-8, not JSON, nested too deeply, a number of thousands of digits."""
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
-        raise Unreadable(f"not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start:,})") from None
+        raise Unreadable(not_utf8(data, e)) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise Unreadable(f"not valid JSON ({e.msg})", e.lineno) from None
     except RecursionError:
-        raise Unreadable(f"nested too deeply (arrays or objects more than {sys.getrecursionlimit():,} levels deep)") from None
+        raise Unreadable(too_deep()) from None
     except ValueError:  # an integer of more digits than Python converts (4,300)
         digits = max(re.finditer(r"[0-9]+", text), key=lambda found: found.end() - found.start(), default=None)
         if digits is None:

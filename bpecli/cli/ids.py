@@ -13,7 +13,7 @@ from .render import ids_line
 # corpus is imported inside functions: --help, --version and shell completion do not load it.
 
 # A text or record longer than this is encoded and written a block at a time (a list of Python
-# ints takes 36 bytes an id: a 20 MB record held 660 MB).
+# ints takes 36 bytes an id: a 20 MB record would hold 660 MB).
 _LONG_UNIT = 1 << 22
 
 

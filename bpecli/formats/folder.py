@@ -29,8 +29,7 @@ TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_conf
 
 
 def _own(name: str) -> bool:
-    """Whether a name in a tokenizer folder is one bpecli writes (LOCK: older bpecli locked
-    tokenizer folders by a file)."""
+    """Whether a name in a tokenizer folder is one bpecli writes (LEGACY_LOCK included)."""
     return name in TOKENIZER_FILES or name == folders.LEGACY_LOCK
 
 

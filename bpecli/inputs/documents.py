@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, overload
@@ -14,6 +13,7 @@ from typing import Literal, overload
 import regex
 
 from ..errors import InputError, arg
+from ..folders import too_deep
 from ..pretokenize import special_byte_splitter, special_splitter
 from .parts import MAX_ROW_GROUP_BYTES, Part, document_parts, parquet_text_column, row_group_too_large
 from .sources import MAX_DOCUMENT_BYTES, lines_before, open_input, read_bytes, read_range, redact, streams_spooled
@@ -151,7 +151,7 @@ def _jsonl_records(text: str, part: Part, column: str, errors: str = "strict") -
                                  "save the file as UTF-8 without one") from None
             raise InputError(f"{where()}: not valid JSON ({e.msg})") from None
         except RecursionError:
-            raise InputError(f"{where()}: JSON nested too deeply to read (over {sys.getrecursionlimit():,} levels)") from None
+            raise InputError(f"{where()}: JSON {too_deep()}") from None
         if not isinstance(record, dict):
             raise InputError(f"{where()}: a JSON {_json_kind(record)}, not an object with a {column!r} field")
         if column not in record:

@@ -78,7 +78,7 @@ def document_parts(
         n_parts = -(-len(data) // part_bytes)
         if cuts.safe is not None:
             bounds = cuts.boundaries(data, n_parts)
-        else:  # (JSONL files cut before a newline, as parts always were: a part's number means the same)
+        else:  # (JSONL files cut before a newline: see _Cuts)
             bounds = part_boundaries(data, n_parts, cuts.literals)
         for a, b in zip(bounds, bounds[1:]):
             if b - a > MAX_DOCUMENT_BYTES:  # a part this long may hold a document past the budget
@@ -117,8 +117,11 @@ def _search(data, pattern: re.Pattern, start: int) -> int:
 
 class _Cuts:
     """Where an input may be cut into parts: before a separator in text, and in training also at a
-    safe cut (a regex that matches just after a newline, where a piece surely starts: SAFE_CUT);
-    after a newline in JSONL read as a stream (before it in a file, as parts were always cut)."""
+    safe cut (a regex that matches just after a newline, where a piece surely starts: SAFE_CUT).
+    JSONL is cut at its newlines: before one in a file, after one in a stream. The two differ
+    because a file's parts are numbered and recorded in the journal of a run (a rerun must cut
+    them where the first run did), while a stream's blocks are only ever read once, front to back;
+    a file's part after the first starts with the newline that ends the line before it."""
 
     def __init__(self, kind: str, separators: list[str], safe_cut: str | None):
         self.kind, self.separators = kind, separators
