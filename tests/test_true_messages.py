@@ -104,3 +104,20 @@ def test_an_unknown_id_is_said_alike_from_ids_and_from_an_array(gpt2):
             gpt2.decode(ids)
         said.add(str(error.value))
     assert said == {"id 99999 is not in the vocabulary (0..50256)"}
+
+
+def test_train_that_cannot_write_its_files_removes_the_parents_it_made(gpt2, tmp_path, monkeypatch):
+    from bpecli.formats import folder
+
+    def full(vocab, where):
+        (where / "vocab.json").write_text("{")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(folder, "_write_all", full)
+    with pytest.raises(OutputError, match="No space left on device"):
+        gpt2.save(tmp_path / "new" / "deeper" / "tok")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(OutputError):
+        gpt2.save(tmp_path / "kept" / "made" / "tok")
+    assert [p.name for p in tmp_path.iterdir()] == ["kept"] and list((tmp_path / "kept").iterdir()) == []

@@ -44,24 +44,37 @@ def save(vocab: Vocab, out_dir: str | Path, *, force: bool = False) -> Path:
         return _replace_folder(vocab, out_dir)
     parent = out_dir.absolute().parent
     prefix = f".{out_dir.name}."
+    made = [folder for folder in (parent, *parent.parents) if not folder.exists()]  # deepest first
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        building, held = folders.make_building(parent, prefix)
-    except OSError as e:
-        raise OutputError(f"cannot write into {parent} ({e.strerror or e}); choose an {arg('out_dir')} you can write to") from None
-    try:
-        folders.remove_leftovers(parent, prefix, _own)  # of runs killed before their rename
-        _write_all(vocab, building)
-        umask = os.umask(0o22)
-        os.umask(umask)
-        building.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
-        os.rename(building, out_dir)  # fails, rather than replaces, if out_dir appeared meanwhile
-    except OSError as e:
-        raise OutputError(f"cannot write {out_dir} ({e.strerror or e})") from None
-    finally:
-        folders.unlock(held)
-        folders.remove(building, _own)  # gone already once renamed
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            building, held = folders.make_building(parent, prefix)
+        except OSError as e:
+            raise OutputError(f"cannot write into {parent} ({e.strerror or e}); choose an {arg('out_dir')} you can write to") from None
+        try:
+            folders.remove_leftovers(parent, prefix, _own)  # of runs killed before their rename
+            _write_all(vocab, building)
+            umask = os.umask(0o22)
+            os.umask(umask)
+            building.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
+            os.rename(building, out_dir)  # fails, rather than replaces, if out_dir appeared meanwhile
+        except OSError as e:
+            raise OutputError(f"cannot write {out_dir} ({e.strerror or e})") from None
+        finally:
+            folders.unlock(held)
+            folders.remove(building, _own)  # gone already once renamed
+    except BaseException:
+        _remove_empty(made)  # the parents this call made, if nothing else came into them
+        raise
     return out_dir
+
+
+def _remove_empty(folders_made: list[Path]) -> None:
+    for folder in folders_made:  # deepest first: each is empty once the one inside it is gone
+        try:
+            folder.rmdir()
+        except OSError:  # something else came into it, or it was never made: it stays
+            return
 
 
 def _write_all(vocab: Vocab, folder: Path) -> None:
