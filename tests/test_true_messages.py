@@ -121,3 +121,17 @@ def test_train_that_cannot_write_its_files_removes_the_parents_it_made(gpt2, tmp
     with pytest.raises(OutputError):
         gpt2.save(tmp_path / "kept" / "made" / "tok")
     assert [p.name for p in tmp_path.iterdir()] == ["kept"] and list((tmp_path / "kept").iterdir()) == []
+
+
+@pytest.mark.system
+def test_decode_of_a_shard_of_another_dtype_than_its_manifest_says_is_refused(gpt2_vocab, tmp_path):
+    (tmp_path / "a.txt").write_text("hello world\n" * 50)
+    out = tmp_path / "shards"
+    subprocess.run([*BPECLI, "encode", "-t", str(gpt2_vocab), str(tmp_path / "a.txt"), "--out", str(out), "-q"], check=True)
+    shard = out / "shard_00000.npy"
+    good = subprocess.run([*BPECLI, "decode", "-t", str(gpt2_vocab), str(shard)], capture_output=True, text=True)
+    assert good.returncode == 0 and good.stdout.startswith("hello world"), good.stderr
+    np.save(shard, np.load(shard).astype(np.int64))  # the same ids, in a dtype the manifest does not say
+    done = subprocess.run([*BPECLI, "decode", "-t", str(gpt2_vocab), str(shard)], capture_output=True, text=True)
+    assert done.returncode == 1 and done.stdout == "" and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "holds int64 ids where the manifest says uint16; encode again with --force" in done.stderr

@@ -128,7 +128,7 @@ def decode(
     if input.endswith((".npy", ".bin")):
         from ..shards import read_shard
 
-        blocks: Any = [read_shard(input)]
+        blocks: Any = [read_shard(input, as_listed=True)]
     else:
         blocks = id_blocks(input)  # a block at a time: an ids file of any size
     stdout = binary_stdout()
