@@ -377,21 +377,83 @@ def spool(name: str, directory: str | None = None, separators: Sequence[str] = (
     # the copy keeps the suffixes that say the kind (a FIFO named docs.jsonl holds JSONL)
     suffix = "".join(Path(name).suffixes[-2:]) if kind != ("text", None) else ".txt"
     ends = [b"\n", *(s.encode("utf-8") for s in separators)] if kind[0] != "parquet" and not kind[1] else []
-    fd, path = tempfile.mkstemp(prefix="bpecli-stdin-", suffix=suffix, dir=directory)
+    remove_spool_leftovers(directory or tempfile.gettempdir())
+    fd, path = tempfile.mkstemp(prefix=SPOOL_PREFIX, suffix=suffix, dir=directory)
+    _SPOOL_LOCKS[path] = _locked_file(path)
     try:
         with os.fdopen(fd, "wb") as out, (open(name, "rb") if name != "-" else nullcontext(_stdin_buffer())) as source:
             _copy_checked(source, out, ends, label, strict=errors == "strict")
     except OSError as e:
-        os.unlink(path)
+        _unspool(path)
         if e.filename is None or e.filename == path:
             what = "standard input" if name == "-" else label
             raise InputError(f"cannot copy {what} to {os.path.dirname(path)} ({e.strerror or e}); "
                              "set TMPDIR to a folder with room") from None
         raise _open_error(label, e) from None
     except BaseException:
-        os.unlink(path)
+        _unspool(path)
         raise
     return path
+
+
+# Copies of streams are named so, and each is locked (flock) by the run that reads it: one that no
+# run holds is what a run killed midway (kill -9, the OOM killer) left, and the next run removes it.
+SPOOL_PREFIX = "bpecli-stdin-"
+_SPOOL_LOCKS: dict[str, int | None] = {}
+_SPOOL_GRACE_SECONDS = 60  # younger ones may be a run's that has not locked its copy yet
+
+
+def _locked_file(path: str) -> int | None:
+    """A descriptor of path holding a flock on it (None where there is no flock)."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        pass  # a filesystem without flock: the copy goes only with its own run
+    return fd
+
+
+def _unspool(path: str) -> None:
+    """Remove a copy this run made, and give up its lock."""
+    fd = _SPOOL_LOCKS.pop(path, None)
+    try:
+        os.unlink(path)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def remove_spool_leftovers(directory: str) -> None:
+    """Remove the copies of streams that killed runs left in directory: this user's regular files
+    named SPOOL_PREFIX..., over a minute old, that no live run holds locked."""
+    try:
+        import fcntl
+        import time
+
+        names = [entry for entry in os.listdir(directory) if entry.startswith(SPOOL_PREFIX)]
+    except (ImportError, OSError):
+        return
+    for entry in names:
+        path = os.path.join(directory, entry)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            found = os.fstat(fd)
+            if (not stat.S_ISREG(found.st_mode) or found.st_uid != os.getuid()
+                    or time.time() - found.st_mtime < _SPOOL_GRACE_SECONDS):
+                continue
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held by a live run: OSError, and it stays
+            os.unlink(path)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
 
 
 def _copy_checked(source, out, ends: list[bytes], label: str, strict: bool = False) -> None:
@@ -438,7 +500,7 @@ def streams_spooled(names: list[str], separators: Sequence[str] = (), errors: st
         yield input_pairs([(spooled.get(name, name), "<stdin>" if name == "-" else name) for name in names])
     finally:
         for path in spooled.values():
-            os.unlink(path)
+            _unspool(path)
 
 
 def input_bytes(inputs: list[tuple[str, str]]) -> int:
