@@ -196,7 +196,7 @@ def test_hugging_face_byte_level_post_processor_changes_no_id_and_loads(trained,
 def test_an_unreadable_merges_file_is_a_clear_error(tmp_path, gpt2_vocab):
     (tmp_path / "vocab.json").write_bytes(gpt2_vocab.read_bytes())
     (tmp_path / "merges.txt").write_bytes(b"\xff\xfe not utf-8")
-    with pytest.raises(BpecliError, match="merges.txt: cannot read"):
+    with pytest.raises(BpecliError, match="merges.txt: not UTF-8 \\(byte 0xff at offset 0\\)"):
         Tokenizer.load(tmp_path / "vocab.json")
 
 
