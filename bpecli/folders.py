@@ -16,13 +16,13 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import OutputError, TokenizerFileError
+from .errors import OutputError, TokenizerFileError, arg
 
 # The version of the files bpecli writes to describe what it wrote (bpecli.json, manifest.json).
 FORMAT_VERSION = 1
 # The suffix of every folder bpecli builds before renaming it into place.
 TEMPORARY = ".bpecli-tmp"
-# The lock file older bpecli left in the folders it wrote (a folder is locked by its descriptor now).
+# A lock file that folders written by earlier versions of bpecli may hold: it counts as bpecli's own.
 LEGACY_LOCK = ".bpecli-lock"
 
 
@@ -46,8 +46,8 @@ def make_building(parent: Path, prefix: str) -> tuple[Path, int]:
 
 def lock(folder: Path) -> int:
     """An exclusive lock on the folder itself (flock on its descriptor), returned as the descriptor
-    to close. The lock follows the folder when it is renamed, and goes with the process that held
-    it however it ends, so a kill -9 never leaves a folder locked."""
+    to give to unlock. The lock follows the folder when it is renamed, and goes with the process
+    that held it however it ends, so a kill -9 never leaves a folder locked."""
     try:
         import fcntl
     except ImportError:  # no flock (Windows): run unguarded, with a descriptor to close all the same
@@ -61,9 +61,17 @@ def lock(folder: Path) -> int:
     except OSError as e:
         if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
             os.close(fd)
-            raise OutputError(f"another bpecli is writing {folder}; wait for it to finish, or choose another --out") from None
+            raise OutputError(f"another bpecli is writing {folder}; wait for it to finish, "
+                              f"or choose another {arg('out_dir')}") from None
         # a filesystem without flock (some network ones): unguarded, as on Windows
+    _held.add(fd)
     return fd
+
+
+def unlock(fd: int) -> None:
+    """Give up a lock that lock() returned."""
+    _held.discard(fd)
+    os.close(fd)
 
 
 # The folder locks this process holds. A flock belongs to the open file, which a forked child (a
@@ -90,12 +98,10 @@ def locked(folder: Path):
     """Hold the lock of a folder (see lock) while writing into it: two runs writing the same files
     would interleave them."""
     fd = lock(folder)
-    _held.add(fd)
     try:
         yield
     finally:
-        _held.discard(fd)
-        os.close(fd)
+        unlock(fd)
 
 
 def exchange(a: Path, b: Path) -> bool:
@@ -157,7 +163,7 @@ def same_settings(new: Path, old: Path) -> None:
 
 def remove(folder: Path, own: Callable[[str], bool]) -> bool:
     """Remove a generation that holds nothing but files own() names (and folders built inside it
-    by older bpecli, holding the same); anything else keeps it, untouched. True if it is gone."""
+    holding the same); anything else keeps it, untouched. True if it is gone."""
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
@@ -196,7 +202,7 @@ def remove_leftovers(parent: Path, prefix: str, own: Callable[[str], bool]) -> N
         try:
             remove(parent / entry, own)
         finally:
-            os.close(held)
+            unlock(held)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -371,19 +377,29 @@ def read_regular(path: Path | str, limit: int, *, follow_links: bool = True,
     return data, found
 
 
+def not_utf8(data: bytes, e: UnicodeDecodeError) -> str:
+    """What a file that is not UTF-8 is said to be, in every message: the first bad byte and where."""
+    return f"not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start:,})"
+
+
+def too_deep() -> str:
+    """What JSON nested past Python's recursion limit is said to be, in every message."""
+    return f"nested too deeply (arrays or objects more than {sys.getrecursionlimit():,} levels deep)"
+
+
 def parse_json(data: bytes):
     """The JSON value in data (UTF-8, a byte-order mark left out); Unreadable says what is wrong
     and on which line: not UTF-8, not JSON, nested too deeply, a number of thousands of digits."""
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
-        raise Unreadable(f"not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start:,})") from None
+        raise Unreadable(not_utf8(data, e)) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise Unreadable(f"not valid JSON ({e.msg})", e.lineno) from None
     except RecursionError:
-        raise Unreadable(f"nested too deeply (arrays or objects more than {sys.getrecursionlimit():,} levels deep)") from None
+        raise Unreadable(too_deep()) from None
     except ValueError:  # an integer of more digits than Python converts (4,300)
         digits = max(re.finditer(r"[0-9]+", text), key=lambda found: found.end() - found.start(), default=None)
         if digits is None:

@@ -31,6 +31,3 @@ class PerThread(Generic[T]):
     def reset(self) -> None:
         """Forget every thread's value."""
         self._local = threading.local()
-
-    def __reduce__(self):  # another process starts with no thread's value
-        return PerThread, (self._make, self._stale)

@@ -120,6 +120,9 @@ def main() -> None:
         if type(e).__name__ == "NoArgsIsHelpError":  # `bpecli` alone: the help, as click shows it
             e.show()  # type: ignore[attr-defined]
         else:
-            typer.echo(f"{command}: error: {e.format_message()} (see {command} --help)", err=True)
+            from ..inputs.sources import redact
+
+            # a usage error may quote a URI given as a tokenizer: its credentials never show
+            typer.echo(redact(f"{command}: error: {e.format_message()} (see {command} --help)"), err=True)
         sys.exit(e.exit_code)
     sys.exit(status or 0)

@@ -15,7 +15,7 @@ from ..tokenizer import load
 from ..vocab import MAX_ID
 from ..pretokenize import document_separators
 from . import render
-from .ids import write_ids
+from .ids import write_decoded, write_ids
 from .options import (
     FRACTION_METAVAR, AllowedSpecial, Dtype, Errors, Format, JsonOption, PatternOption, Peer, SchedulerOption, ShardFormat,
     SpecialIdsOption, TokenizerOption, cpus, fraction, whole_option,
@@ -59,7 +59,8 @@ def train(
       bpecli train docs.jsonl.gz more.parquet --vocab-size 8000 --out tok -q
       cat *.txt | bpecli train - --vocab-size 4000 --out tok --json
     """
-    from ..inputs.sources import check_apart, streams_spooled
+    from ..inputs.sources import check_apart
+    from ..inputs.spool import streams_spooled
     from ..training import train as train_tokenizer
 
     check_apart(out, inputs)
@@ -137,7 +138,7 @@ def encode(
                   add_special_tokens=add_special_tokens)
         stdout.flush()
         return
-    from ..inputs.sources import streams_spooled
+    from ..inputs.spool import streams_spooled
     from ..shards.run import resolve_eot, resolve_token
     from ..shards import write_shards
 
@@ -167,29 +168,28 @@ def decode(
       bpecli encode -t tok notes.txt | bpecli decode -t tok
       bpecli decode -t tok shards/shard_00000.npy | head -c 500
     """
-    from ..inputs.documents import read_ids
+    from ..inputs.documents import id_blocks
 
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if input.endswith((".npy", ".bin")):
         from ..shards import read_shard
 
-        ids: Any = read_shard(input)
+        blocks: Any = [read_shard(input, as_listed=True)]
     else:
-        ids = read_ids(input)
-    text = tok.decode(ids, errors=errors.value)
+        blocks = id_blocks(input)  # a block at a time: an ids file of any size
     stdout = binary_stdout()
-    stdout.write(text.encode("utf-8", errors="surrogateescape"))
+    write_decoded(tok, blocks, errors.value, stdout)
     stdout.flush()
 
 
 def inspect(
-    target: Annotated[Path, typer.Argument(help="A tokenizer (any format encode takes) or a shard folder.", metavar="TARGET")],
+    target: Annotated[str, typer.Argument(help="A tokenizer (any format encode takes) or a shard folder.", metavar="TARGET")],
     text: Annotated[Optional[str], typer.Option(help="Show how this text splits; - reads stdin.")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Shard folder: re-hash every shard against the manifest.")] = False,
-    compare: Annotated[Optional[list[Path]], typer.Option(help="Another tokenizer to set beside this one (repeatable); on --corpus too.")] = None,
+    compare: Annotated[Optional[list[str]], typer.Option(help="Another tokenizer to set beside this one (repeatable); on --corpus too.")] = None,
     corpus: Annotated[Optional[list[str]], typer.Option(help="Text, .jsonl or .parquet to measure bytes per token on (repeatable; large ones are sampled).")] = None,
     report: Annotated[Optional[Path], typer.Option(help="Write the figures as one self-contained HTML page to this file.")] = None,
-    shard_tokenizer: Annotated[Optional[Path], typer.Option("--tokenizer", "-t", help="Shard folder: the tokenizer it was encoded with, to show tokens, not ids, and bytes per token.")] = None,
+    shard_tokenizer: Annotated[Optional[str], typer.Option("--tokenizer", "-t", help="Shard folder: the tokenizer it was encoded with, to show tokens, not ids, and bytes per token.")] = None,
     as_json: JsonOption = False,
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,
@@ -206,12 +206,13 @@ def inspect(
     """
     from ..shards.layout import JOURNAL, MANIFEST
 
-    if target.is_dir() and ((target / MANIFEST).exists() or (target / JOURNAL).exists()):
+    folder = Path(target)  # tokenizers stay str, as given: Path writes "s3://" as "s3:/" in messages
+    if folder.is_dir() and ((folder / MANIFEST).exists() or (folder / JOURNAL).exists()):
         for given, option in ((text, "--text"), (compare, "--compare"), (corpus, "--corpus")):
             if given:
                 raise typer.BadParameter(f"{option} is for a tokenizer; {target} is a shard folder")
         tok = _load_tokenizer(shard_tokenizer, pattern, special_ids) if shard_tokenizer else None
-        return _inspect_shards(target, tok, verify, as_json, report)
+        return _inspect_shards(folder, tok, verify, as_json, report)
     if shard_tokenizer:
         raise typer.BadParameter(f"--tokenizer is for a shard folder; {target} is the tokenizer itself")
     if verify:
@@ -298,7 +299,7 @@ def _template_ends(tok, bos: int | None, eot: int | None, *, bos_given: bool, eo
     return (bos if bos_given or not prefix else prefix[0]), (eot if eot_given or not suffix else suffix[0])
 
 
-def _load_tokenizer(path: Path, pattern: str | None, special_ids: list[str] | None):
+def _load_tokenizer(path: str | Path, pattern: str | None, special_ids: list[str] | None):
     """The tokenizer at path, with --pattern and the special tokens of --special-ids TOKEN=ID."""
     from ..inputs.documents import parse_id, shown
 

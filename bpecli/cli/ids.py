@@ -13,7 +13,7 @@ from .render import ids_line
 # corpus is imported inside functions: --help, --version and shell completion do not load it.
 
 # A text or record longer than this is encoded and written a block at a time (a list of Python
-# ints takes 36 bytes an id: a 20 MB record held 660 MB).
+# ints takes 36 bytes an id: a 20 MB record would hold 660 MB).
 _LONG_UNIT = 1 << 22
 
 
@@ -67,9 +67,11 @@ def _adds(tok) -> bool:
 
 
 def _cuts_safely(tok, allow_special: bool) -> bool:
-    """Whether text cut at safe cuts encodes as the whole: a preset pattern, no special token
-    that a safe cut could fall inside (one holding a newline), and nothing added to each text."""
-    return is_preset(tok.pattern) and not (allow_special and any("\n" in t for t in tok.special_tokens)) and not _adds(tok)
+    """Whether text cut at safe cuts (and word cuts) encodes as the whole: a preset pattern, no
+    special token that a cut could fall inside (one holding a newline or a space), and nothing
+    added to each text."""
+    return (is_preset(tok.pattern) and not (allow_special and any("\n" in t or " " in t for t in tok.special_tokens))
+            and not _adds(tok))
 
 
 def _lines_in_parts(name: str, errors: str):
@@ -116,3 +118,25 @@ def _write_ids_line(tok, texts, format: Format, allow_special: bool, name: str, 
         count += len(ids)
     ending = {Format.count: str(count), Format.json: f"], \"count\": {count}}}"}.get(format, "")
     stdout.write((ending + "\n").encode())
+
+
+def write_decoded(tok, blocks, errors: str, stdout) -> None:
+    """The text of ids given a block at a time, written a block at a time: a character whose bytes
+    two blocks share is written whole with the second. With errors="strict", invalid UTF-8 is an
+    error that names its byte in the whole text."""
+    import codecs
+    from itertools import chain
+
+    from ..errors import BpecliError
+
+    decoder = codecs.getincrementaldecoder("utf-8")(errors)
+    done = 0  # the bytes of text decoded so far, those the decoder holds included
+    for data in chain(map(tok.decode_bytes, blocks), [None]):  # None: the end
+        held = len(decoder.getstate()[0])
+        try:
+            text = decoder.decode(data or b"", final=data is None)
+        except UnicodeDecodeError as e:
+            raise BpecliError(f"the ids decode to invalid UTF-8 at byte {done - held + e.start}; "
+                              "use --errors replace to see U+FFFD instead") from None
+        stdout.write(text.encode("utf-8", errors="surrogateescape"))
+        done += len(data or b"")

@@ -92,9 +92,9 @@ def load_numpy_within_limit() -> None:
     if pid == 0:
         code = 1
         try:
-            quiet = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(quiet, 1)
-            os.dup2(quiet, 2)
+            from ..parallel.local import to_devnull
+
+            to_devnull(1, 2)
             import mmap
 
             import numpy  # noqa: F401

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -107,8 +106,8 @@ def fraction(value: str | float) -> float:
 FRACTION_METAVAR = "<float range> [0<x<1]"
 
 
-TokenizerOption = Annotated[
-    Path, typer.Option("--tokenizer", "-t", help="A bpecli folder, vocab.json, tokenizer.json or .tiktoken file, or the name of an encoding tiktoken knows (gpt2, cl100k_base, o200k_base...; a file of that name wins).")
+TokenizerOption = Annotated[  # a str, as given: a Path would write "s3://" as "s3:/" in messages
+    str, typer.Option("--tokenizer", "-t", help="A bpecli folder, vocab.json, tokenizer.json or .tiktoken file, or the name of an encoding tiktoken knows (gpt2, cl100k_base, o200k_base...; a file of that name wins).")
 ]
 SchedulerOption = Annotated[Optional[str], typer.Option(
     envvar="BPECLI_SCHEDULER", show_envvar=False, show_default="this machine",  # (in the help, "[...]" is rich's markup)

@@ -61,10 +61,9 @@ class Named:
 
 def silence_stdout() -> None:
     """Point fd 1 at /dev/null so that the interpreter's last flush cannot fail again."""
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-    except OSError:
-        pass
+    from ..parallel.local import to_devnull
+
+    to_devnull(1)
 
 
 def fail(message: str, status: int):

@@ -34,7 +34,11 @@ class Decoder:
             return b"".join(map(decoder.__getitem__, ids))
         except (KeyError, TypeError):
             bad = next(i for i in ids if i not in decoder)
-            raise UnknownIdError(f"id {bad} is not in the vocabulary (0..{max(decoder)})") from None
+            raise self._unknown(bad) from None
+
+    def _unknown(self, bad) -> UnknownIdError:
+        """The one error for an id outside the vocabulary, from a list or an array alike."""
+        return UnknownIdError(f"id {bad} is not in the vocabulary (0..{max(self.vocab.decoder)})")
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """The text of ids; bytes that are not valid UTF-8 become U+FFFD, or an error if strict."""
@@ -105,7 +109,7 @@ class Decoder:
                 where = np.clip(block, 0, len(lengths) - 1)
                 bad = (block < 0) | (block >= len(lengths)) | (lengths[where] == 0)
             if bad.any():
-                raise UnknownIdError(f"id {ids[at + int(np.argmax(bad))]} is not in the vocabulary")
+                raise self._unknown(ids[at + int(np.argmax(bad))])
             blocks.append(data[spans(starts[where], lengths[where])].tobytes())
         return b"".join(blocks)
 

@@ -14,7 +14,7 @@ import regex
 from ..errors import BpecliError, DisallowedSpecialError
 from ..normalize import normalizer
 from ..perthread import PerThread
-from ..pretokenize import SAFE_CUT, is_preset, safe_blocks, special_splitter, splitter, uncovered_error, vectorised_splitter
+from ..pretokenize import is_preset, safe_blocks, special_splitter, splitter, uncovered_error, vectorised_splitter
 from .reference import NUMPY_PIECE, piece_ids
 
 if TYPE_CHECKING:
@@ -35,7 +35,6 @@ _BLOCK_CHARS = 1 << 22
 # encode_documents cuts a document longer than this at safe cuts: the bulk engine's batch size
 # (bulk.engine.BULK_BATCH, not imported here: it brings numpy into a one-line encode).
 _BLOCK_BYTES = 1 << 22
-_SAFE_CUT = regex.compile(SAFE_CUT)
 
 Allowed = Literal["all"] | AbstractSet[str]
 Disallowed = Literal["all"] | Collection[str]
@@ -254,7 +253,7 @@ class TextEncoder:
         last_blocks = []
         try:
             for text in texts:
-                blocks += [block.encode("utf-8") for block in _blocks(text)]
+                blocks += [block.encode("utf-8") for block in safe_blocks(text, _BLOCK_CHARS)]
                 last_blocks.append(len(blocks) - 1)
         except UnicodeEncodeError:
             return None
@@ -272,20 +271,6 @@ class TextEncoder:
         """Build the tables bulk encoding uses now, e.g. before forking workers that then share them."""
         if self.bulk is not None:
             self.bulk.prepare()
-
-
-def _blocks(text: str, size: int = _BLOCK_CHARS) -> list[str]:
-    """text cut into blocks of about `size` characters where a piece surely starts (SAFE_CUT),
-    so each block encodes as a document."""
-    blocks, start = [], 0
-    while len(text) - start > size:
-        found = _SAFE_CUT.search(text, start + size)
-        if found is None:
-            break
-        blocks.append(text[start : found.start()])
-        start = found.start()
-    blocks.append(text[start:])
-    return blocks
 
 
 # What Hugging Face's lstrip and rstrip take: Unicode's White_Space (Rust's char::is_whitespace),

@@ -60,7 +60,7 @@ def load_bpecli(generation: folders.Generation, name: str, document: dict, patte
         raise TokenizerFileError(f"{path}: ranks_file {str(ranks_file)[:60]!r} is not the name of a file in this folder "
                                  "(such as \"tokenizer.tiktoken\")")
     data = generation.read(ranks_file)
-    _check_written(path, document.get("files"), ranks_file, data)
+    _check_written(generation, path, document.get("files"), ranks_file, data)
     ranks_path = generation.path / ranks_file
     ranks = parse_tiktoken(data, ranks_path, quote=not generation.linked(ranks_file))
     found = document.get("special_tokens", {})
@@ -126,23 +126,31 @@ def _additions_of(path: Path, document: dict) -> tuple[bool, Template | None]:
     return prefix, Template(single=tuple(single), pair=tuple(pair) if pair is not None else None)
 
 
-def _check_written(path: Path, files, ranks_file: str, data: bytes) -> None:
-    """The ranks file is the one bpecli.json was written with, if it recorded it (bpecli writes
-    the size and CRC-32 of each file since it replaces folders whole)."""
-    if files is None:  # from a bpecli that recorded none
+def _check_written(generation: folders.Generation, path: Path, files, ranks_file: str, data: bytes) -> None:
+    """Every file bpecli.json recorded (size and CRC-32) that the folder holds is the one written
+    with it: a folder whose files were replaced one by one, and not all of them, is refused
+    whatever file it is loaded through."""
+    if files is None:  # a bpecli.json written by hand, or by a bpecli that recorded no files
         return
-    entry = files.get(ranks_file) if isinstance(files, dict) else None
-    if not isinstance(entry, dict) or type(entry.get("bytes")) is not int or not isinstance(entry.get("crc32"), str):
-        raise TokenizerFileError(f"{path}: its record of {ranks_file} (in 'files') is missing or damaged; "
+    if not isinstance(files, dict) or not all(_plain_name(name) for name in files):
+        raise TokenizerFileError(f"{path}: its record of the files written with it ('files') is damaged; "
                                  "train the tokenizer again")
-    if len(data) != entry["bytes"]:
-        differs = f"{len(data):,} bytes, where it recorded {entry['bytes']:,}"
-    elif f"{zlib.crc32(data):08x}" != entry["crc32"].lower():
-        differs = "another CRC-32 than it recorded"
-    else:
-        return
-    raise TokenizerFileError(f"{path}: {ranks_file} is not the file written with it ({differs}); the folder mixes "
-                             "files of two tokenizers: train it again, or copy the whole folder")
+    for name in (ranks_file, *sorted(set(files) - {ranks_file})):
+        if name != ranks_file and not generation.has(name):
+            continue  # a file left out when the folder was copied is read by no one
+        entry = files.get(name)
+        if not isinstance(entry, dict) or type(entry.get("bytes")) is not int or not isinstance(entry.get("crc32"), str):
+            raise TokenizerFileError(f"{path}: its record of {name} (in 'files') is missing or damaged; "
+                                     "train the tokenizer again")
+        found = data if name == ranks_file else generation.read(name)
+        if len(found) != entry["bytes"]:
+            differs = f"{len(found):,} bytes, where it recorded {entry['bytes']:,}"
+        elif f"{zlib.crc32(found):08x}" != entry["crc32"].lower():
+            differs = "another CRC-32 than it recorded"
+        else:
+            continue
+        raise TokenizerFileError(f"{path}: {name} is not the file written with it ({differs}); the folder mixes "
+                                 "files of two tokenizers: train it again, or copy the whole folder")
 
 
 def _plain_name(name) -> bool:

@@ -30,8 +30,7 @@ TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer.json", "tokenizer_conf
 
 
 def _own(name: str) -> bool:
-    """Whether a name in a tokenizer folder is one bpecli writes (LOCK: older bpecli locked
-    tokenizer folders by a file)."""
+    """Whether a name in a tokenizer folder is one bpecli writes (LEGACY_LOCK included)."""
     return name in TOKENIZER_FILES or name == folders.LEGACY_LOCK
 
 
@@ -46,24 +45,37 @@ def save(vocab: Vocab, out_dir: str | Path, *, force: bool = False) -> Path:
         return _replace_folder(vocab, out_dir)
     parent = out_dir.absolute().parent
     prefix = f".{out_dir.name}."
+    made = [folder for folder in (parent, *parent.parents) if not folder.exists()]  # deepest first
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        building, held = folders.make_building(parent, prefix)
-    except OSError as e:
-        raise OutputError(f"cannot write into {parent} ({e.strerror or e}); choose an {arg('out_dir')} you can write to") from None
-    try:
-        folders.remove_leftovers(parent, prefix, _own)  # of runs killed before their rename
-        _write_all(vocab, building)
-        umask = os.umask(0o22)
-        os.umask(umask)
-        building.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
-        os.rename(building, out_dir)  # fails, rather than replaces, if out_dir appeared meanwhile
-    except OSError as e:
-        raise OutputError(f"cannot write {out_dir} ({e.strerror or e})") from None
-    finally:
-        os.close(held)
-        folders.remove(building, _own)  # gone already once renamed
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            building, held = folders.make_building(parent, prefix)
+        except OSError as e:
+            raise OutputError(f"cannot write into {parent} ({e.strerror or e}); choose an {arg('out_dir')} you can write to") from None
+        try:
+            folders.remove_leftovers(parent, prefix, _own)  # of runs killed before their rename
+            _write_all(vocab, building)
+            umask = os.umask(0o22)
+            os.umask(umask)
+            building.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result is an ordinary folder
+            os.rename(building, out_dir)  # fails, rather than replaces, if out_dir appeared meanwhile
+        except OSError as e:
+            raise OutputError(f"cannot write {out_dir} ({e.strerror or e})") from None
+        finally:
+            folders.unlock(held)
+            folders.remove(building, _own)  # gone already once renamed
+    except BaseException:
+        _remove_empty(made)  # the parents this call made, if nothing else came into them
+        raise
     return out_dir
+
+
+def _remove_empty(folders_made: list[Path]) -> None:
+    for folder in folders_made:  # deepest first: each is empty once the one inside it is gone
+        try:
+            folder.rmdir()
+        except OSError:  # something else came into it, or it was never made: it stays
+            return
 
 
 def _write_all(vocab: Vocab, folder: Path) -> None:
@@ -154,10 +166,10 @@ def _replace_folder(vocab: Vocab, out_dir: Path) -> Path:
         except OSError as e:
             raise OutputError(f"cannot write {out_dir} ({e.strerror or e})") from None
         finally:
-            os.close(building_held)
+            folders.unlock(building_held)
             folders.remove(building, _own)  # the old generation, or the new one on a failure
     finally:
-        os.close(held)
+        folders.unlock(held)
     return out_dir
 
 
@@ -186,7 +198,7 @@ def _replace_inside(vocab: Vocab, target: Path) -> None:
     except OSError as e:
         raise OutputError(f"cannot write {target} ({e.strerror or e})") from None
     finally:
-        os.close(held)
+        folders.unlock(held)
         folders.remove(building, _own)
 
 
@@ -204,7 +216,7 @@ def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[s
     are read through one descriptor of it: all of one generation, even while `train --force`
     replaces the folder.
     """
-    given, path = str(path), Path(path)
+    given, path = str(path), Path(path)  # given as written: Path turns "s3://" into "s3:/"
     try:
         found = os.stat(path)
     except FileNotFoundError:
@@ -212,7 +224,7 @@ def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[s
             named = load_named(given, pattern=pattern, special_tokens=special_tokens)
             if named is not None:
                 return named
-        raise TokenizerFileError(f"{path}: no such tokenizer file or folder") from None
+        raise TokenizerFileError(f"{given}: no such tokenizer file or folder") from None
     except OSError as e:
         raise TokenizerFileError(f"{path}: cannot read ({folders.why(e)})") from None
     if stat.S_ISDIR(found.st_mode):

@@ -121,7 +121,7 @@ def _text(data: bytes, path: Path) -> str:
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
-        raise TokenizerFileError(f"{path}: cannot read (not UTF-8: byte 0x{data[e.start]:02x} at offset {e.start:,})") from None
+        raise TokenizerFileError(f"{path}: {folders.not_utf8(data, e)}") from None
 
 
 def check_merges(path: Path, merges: list, made: list[str], parts: list[str], entries: dict, *, quote: bool = True) -> None:

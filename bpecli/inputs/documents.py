@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, overload
@@ -14,9 +13,11 @@ from typing import Literal, overload
 import regex
 
 from ..errors import InputError, arg
+from ..folders import too_deep
 from ..pretokenize import special_byte_splitter, special_splitter
 from .parts import MAX_ROW_GROUP_BYTES, Part, document_parts, parquet_text_column, row_group_too_large
-from .sources import MAX_DOCUMENT_BYTES, lines_before, open_input, read_bytes, read_range, redact, streams_spooled
+from .sources import MAX_DOCUMENT_BYTES, lines_before, open_input, read_bytes, read_range, redact
+from .spool import streams_spooled
 from .utf8 import ERRORS_HINT, binary_kind, decode_utf8
 
 # pyarrow and hashlib are imported where they are used: a one-line encode of a text needs neither.
@@ -151,7 +152,7 @@ def _jsonl_records(text: str, part: Part, column: str, errors: str = "strict") -
                                  "save the file as UTF-8 without one") from None
             raise InputError(f"{where()}: not valid JSON ({e.msg})") from None
         except RecursionError:
-            raise InputError(f"{where()}: JSON nested too deeply to read (over {sys.getrecursionlimit():,} levels)") from None
+            raise InputError(f"{where()}: JSON {too_deep()}") from None
         if not isinstance(record, dict):
             raise InputError(f"{where()}: a JSON {_json_kind(record)}, not an object with a {column!r} field")
         if column not in record:
@@ -242,9 +243,11 @@ def _checked_texts(values: list[bytes], part: Part, column: str, errors: str) ->
 
 
 def text_parts(name: str, *, separators: list[str], safe_cut: str | None = None, errors: str = "strict") -> Iterator[str]:
-    """The text of a file or URI (plain or compressed) a part at a time, cut before a separator
-    or at a safe cut (see document_parts): what encode reads of a text too large to read whole."""
-    for part in document_parts([(name, redact(name))], separators=separators, safe_cut=safe_cut):
+    """The text of a file, URI (plain or compressed), FIFO or stdin ("-") a part at a time, cut
+    before a separator or at a safe cut (see document_parts): what encode reads of a text too
+    large to read whole."""
+    label = "<stdin>" if name == "-" else redact(name)
+    for part in document_parts([(name, label)], separators=separators, safe_cut=safe_cut):
         yield _part_text(part, _part_bytes(part), errors)
 
 
@@ -256,19 +259,45 @@ def read_text(name: str, errors: str = "strict", hint: str | None = None) -> str
 
 def read_ids(name: str) -> list[int]:
     """Whitespace-separated token ids in a file or stdin ("-")."""
+    return [i for block in id_blocks(name) for i in block]
+
+
+def id_blocks(name: str) -> Iterator[list[int]]:
+    """Whitespace-separated token ids in a file or stdin ("-"), a block at a time (each cut at
+    whitespace): an ids file of any size is read in bounded memory."""
+    from .sources import read_blocks
+
     label = "<stdin>" if name == "-" else redact(name)
-    raw = read_bytes(name)
-    found = binary_kind(raw, label, "token ids")
-    if found is not None:
-        raise found
-    text = decode_utf8(raw, label)
+    pending, at, row = b"", 0, 1  # what is read and not yet parsed, where it starts, its line
+    for block in read_blocks(name):
+        data = pending + block
+        if at == 0 and (found := binary_kind(data, label, "token ids")) is not None:
+            raise found
+        cut = max(data.rfind(space) for space in _SPACES) + 1
+        if cut == 0 and len(data) <= _WORD_BYTES:  # a word that goes on into the next block
+            pending = data
+            continue
+        whole = data[:cut] if cut else data  # (a word this long is no id: an error below)
+        yield _parsed_ids(whole, label, at, row)
+        pending, at, row = data[len(whole):], at + len(whole), row + whole.count(b"\n")
+    if pending:
+        yield _parsed_ids(pending, label, at, row)
+
+
+_WORD_BYTES = 1 << 20  # a word read whole to name it in an error: far longer than any id
+_SPACES = (b" ", b"\n", b"\t", b"\r", b"\f", b"\v")
+
+
+def _parsed_ids(raw: bytes, label: str, at: int, row: int) -> list[int]:
+    """The ids in raw, which starts at byte `at` (line `row`) of the input."""
+    text = decode_utf8(raw, label, offset=at, first_line=row)
     if _IDS.fullmatch(text):  # int() alone would take "²"'s neighbours "١" and "1_0"
         long = _LONG_ID.search(text)
         if long is None:
             return list(map(int, text.split()))
-        row = text.count("\n", 0, long.start()) + 1
+        row += text.count("\n", 0, long.start())
         raise InputError(f"{label}:{row}: {shown(long.group())} is no token id: ids have at most {MAX_ID_DIGITS} digits")
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), row):
         for word in line.split():
             if not _ID.fullmatch(word):
                 raise InputError(f"{label}:{number}: {shown(word)} is not a token id (expected integers 0, 1, 2, ...)")

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import InputError, arg
-from .sources import (MAX_DOCUMENT_BYTES, RemoteBytes, input_kind, input_stat, is_stream, is_uri, lines_in, open_input,
-                      open_mmap)
+from .sources import (MAX_DOCUMENT_BYTES, ReadOnce, RemoteBytes, input_kind, input_stat, is_stream, is_uri, lines_in,
+                      open_input, open_mmap)
 
 # pyarrow is imported where it is used: only Parquet and compressed inputs need it.
 
@@ -40,11 +40,9 @@ class Part:
 
 
 def reads_whole(name: str) -> bool:
-    """Whether encode reads this text input whole: stdin and other streams (read once, up to the
-    budget) and local uncompressed files of at most PART_BYTES; others it reads in parts."""
-    if name == "-" or is_stream(name):
-        return True
-    if is_uri(name) or input_kind(name)[1]:
+    """Whether encode reads this text input whole: local uncompressed files of at most PART_BYTES;
+    others (stdin and other streams, compressed files, URIs) it reads in parts."""
+    if name == "-" or is_stream(name) or is_uri(name) or input_kind(name)[1]:
         return False
     try:
         return os.stat(name).st_size <= PART_BYTES
@@ -67,20 +65,20 @@ def document_parts(
     """
     part_bytes = part_bytes or PART_BYTES
     for path, label in inputs:
-        path = path if is_uri(path) else os.path.abspath(path)  # workers elsewhere may not share our cwd
+        path = path if is_uri(path) or path == "-" else os.path.abspath(path)  # workers elsewhere may not share our cwd
         kind, compression = input_kind(path)
         if kind == "parquet":
             yield from _parquet_parts(path, label, text_column)
             continue
         cuts = _Cuts(kind, separators, safe_cut)
-        if compression:
+        if compression or path == "-" or is_stream(path):  # read once, front to back, a block at a time
             yield from _stream_parts(path, label, kind, compression, cuts, part_bytes)
             continue
         data = RemoteBytes(path, label) if is_uri(path) else open_mmap(path, label)
         n_parts = -(-len(data) // part_bytes)
         if cuts.safe is not None:
             bounds = cuts.boundaries(data, n_parts)
-        else:  # (JSONL files cut before a newline, as parts always were: a part's number means the same)
+        else:  # (JSONL files cut before a newline: see _Cuts)
             bounds = part_boundaries(data, n_parts, cuts.literals)
         for a, b in zip(bounds, bounds[1:]):
             if b - a > MAX_DOCUMENT_BYTES:  # a part this long may hold a document past the budget
@@ -119,8 +117,11 @@ def _search(data, pattern: re.Pattern, start: int) -> int:
 
 class _Cuts:
     """Where an input may be cut into parts: before a separator in text, and in training also at a
-    safe cut (a regex that matches just after a newline, where a piece surely starts: SAFE_CUT);
-    after a newline in JSONL read as a stream (before it in a file, as parts were always cut)."""
+    safe cut (a regex that matches just after a newline, where a piece surely starts: SAFE_CUT).
+    JSONL is cut at its newlines: before one in a file, after one in a stream. The two differ
+    because a file's parts are numbered and recorded in the journal of a run (a rerun must cut
+    them where the first run did), while a stream's blocks are only ever read once, front to back;
+    a file's part after the first starts with the newline that ends the line before it."""
 
     def __init__(self, kind: str, separators: list[str], safe_cut: str | None):
         self.kind, self.separators = kind, separators
@@ -254,17 +255,21 @@ def row_group_too_large(label: str, group: int, held: int) -> InputError:
                       "with smaller row groups, e.g. pyarrow.parquet.write_table(table, path, row_group_size=10_000)")
 
 
-def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: _Cuts,
+def _stream_parts(path: str, label: str, kind: str, compression: str | None, cuts: _Cuts,
                   part_bytes: int = PART_BYTES) -> Iterator[Part]:
-    """Blocks of a compressed stream, each cut at its last cut (see _Cuts); a document longer than
-    MAX_DOCUMENT_BYTES is an error, so what is held stays within the budget."""
+    """Blocks of a compressed stream, or of stdin ("-") or a FIFO, each cut at its last cut (see
+    _Cuts); a document longer than MAX_DOCUMENT_BYTES is an error, so what is held stays within the
+    budget (and /dev/zero is stopped)."""
     import pyarrow as pa
 
-    raw = open_input(path, label)  # its position: the compressed bytes read so far, for progress
-    try:
-        stream = pa.CompressedInputStream(raw, compression)
-    except (OSError, pa.ArrowException) as e:
-        raise InputError(f"{label}: cannot read ({e})") from None
+    if compression is None:
+        raw = stream = ReadOnce(path, label)
+    else:
+        raw = open_input(path, label)  # its position: the compressed bytes read so far, for progress
+        try:
+            stream = pa.CompressedInputStream(raw, compression)
+        except (OSError, pa.ArrowException) as e:
+            raise InputError(f"{label}: cannot read ({e})") from None
     pending = bytearray()  # what is read and not yet in a part: it starts where a document does
     offset = 0  # where pending starts in the decompressed data
     line = 1
@@ -283,7 +288,7 @@ def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: _Cut
                 raise InputError(f"{label}: cannot decompress ({e})") from None
             if not block:
                 if len(pending) > MAX_DOCUMENT_BYTES:
-                    raise cuts.too_long(label, offset, line, decompressed=True)
+                    raise cuts.too_long(label, offset, line, decompressed=compression is not None)
                 if pending:
                     yield Part(path, label, kind, data=bytes(pending), first_line=line, weight=advance())
                 return
@@ -294,7 +299,7 @@ def _stream_parts(path: str, label: str, kind: str, compression: str, cuts: _Cut
             cut = cuts.last(pending, searched)
             first = cuts.first(pending, max(0, searched - cuts.margin - 1)) if cut > 0 else -1
             if (first if first > 0 else len(pending)) > MAX_DOCUMENT_BYTES:
-                raise cuts.too_long(label, offset, line, decompressed=True)
+                raise cuts.too_long(label, offset, line, decompressed=compression is not None)
             if cut <= 0:
                 continue
             part = bytes(pending[:cut])

@@ -1,23 +1,20 @@
 """Where inputs come from: local files, URIs (pyarrow's filesystems), stdin and FIFOs (copied to
-a temporary file first), their names and kinds, their sizes, and byte ranges of them; check_apart
+a temporary file first: spool.py), their names and kinds, their sizes, and byte ranges of them; check_apart
 keeps an output away from its inputs, redact keeps credentials out of what is said of an input."""
 
 from __future__ import annotations
 
-import codecs
 import errno
 import mmap
 import os
 import re
 import stat
 import sys
-from collections.abc import Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..errors import InputError, OutputError, arg
-from .utf8 import ERRORS_HINT, decode_utf8
 
 # pyarrow and tempfile are imported where they are used: a one-line encode of a local text file
 # needs neither.
@@ -41,7 +38,7 @@ def is_stream(path: str | Path) -> bool:
     return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
-def _open_error(path, e: OSError) -> InputError:
+def open_error(path, e: OSError) -> InputError:
     if isinstance(e, FileNotFoundError):
         return InputError(f"{path}: no such file")
     if e.errno == errno.ELOOP:
@@ -58,9 +55,11 @@ def is_uri(name: str) -> bool:
     return "://" in str(name)
 
 
-# The credentials a URI may carry: everything before the host's "@" (up to the last "@" before the
-# query: a secret key may hold "/"), and the values of query parameters named like keys or secrets.
-_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^?#\s]*@")
+# The credentials a URI may carry: its userinfo, "//USER:SECRET@" right after the scheme (RFC 3986;
+# "scheme:/" too, as pathlib writes "s3://..."); a secret with a "/" left unencoded, as in
+# "s3://KEY:a/b@bucket", up to the "@" (what follows "KEY:" is no port); and the values of query
+# parameters named like keys or secrets.
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:/{1,2})(?:[^/?#\s@]*|[^/?#\s@:]*:(?![0-9]*(?:[/?#\s]|$))[^?#\s@]*)@")
 # (a value ends at the next parameter, or at ": " or a quote, as after a URI in a message)
 _SECRET_PARAMETER = re.compile(r"([?&;][^=&;#\s]*(?:key|secret|token|passw|pwd|signature|credential|auth)[^=&;#\s]*=)"
                                r"(?:[^&;#\s:'\"]|:(?=[^\s]))*", re.IGNORECASE)
@@ -72,7 +71,7 @@ def redact(text: str) -> str:
 
     Example: "s3://KEY:SECRET@bucket/a.txt?secret_key=S" -> "s3://***@bucket/a.txt?secret_key=***"
     """
-    if "://" not in text:
+    if ":/" not in text:
         return text
     return _SECRET_PARAMETER.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
 
@@ -146,7 +145,7 @@ def input_stat(path: str, label: str) -> tuple[int, int | None]:
     try:
         info = os.stat(path)
     except OSError as e:
-        raise _open_error(label, e) from None
+        raise open_error(label, e) from None
     return info.st_size, info.st_mtime_ns
 
 
@@ -213,7 +212,7 @@ def open_mmap(path: str | Path, label: str | None = None) -> mmap.mmap | bytes:
                 return b""
             return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as e:
-        raise _open_error(label or path, e) from None
+        raise open_error(label or path, e) from None
 
 
 def read_range(path: str, label: str, start: int, end: int) -> bytes:
@@ -236,7 +235,7 @@ def _pread(path: str, label: str, start: int, end: int) -> tuple[bytes, int]:
             data = os.pread(f.fileno(), end - start, start)
             size = os.fstat(f.fileno()).st_size
     except OSError as e:
-        raise _open_error(label, e) from None
+        raise open_error(label, e) from None
     return data, size
 
 
@@ -251,17 +250,53 @@ def lines_in(data, offset: int) -> int:
     return sum(bytes(data[at : min(offset, at + step)]).count(b"\n") for at in range(0, offset, step))
 
 
-def _stdin_buffer():
+def stdin_buffer():
     if sys.stdin is None:
         raise InputError("standard input is closed; name an input file or pipe text in")
     return sys.stdin.buffer
+
+
+class ReadOnce:
+    """stdin ("-") or a FIFO as a stream read once, a block at a time: read(n), tell() (the bytes
+    read so far), and close(), which leaves stdin open."""
+
+    def __init__(self, path: str, label: str):
+        self.label, self.position = label, 0
+        if path == "-":
+            self.file, self.owned = stdin_buffer(), False
+        else:
+            try:
+                self.file, self.owned = open(path, "rb"), True
+            except OSError as e:
+                raise open_error(label, e) from None
+
+    def read(self, n: int) -> bytes:
+        try:
+            data = self.file.read(n)
+        except OSError as e:
+            raise open_error(self.label, e) from None
+        self.position += len(data)
+        return data
+
+    def tell(self) -> int:
+        return self.position
+
+    def close(self) -> None:
+        if self.owned:
+            self.file.close()
+
+    def __enter__(self) -> ReadOnce:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def read_bytes(name: str) -> bytes:
     """The whole of a file (decompressed if it is named .gz, .zst or .bz2), or of stdin for "-";
     at most MAX_DOCUMENT_BYTES of it (more is an error: /dev/zero never ends)."""
     if name == "-":
-        return _bounded(_stdin_buffer().read(MAX_DOCUMENT_BYTES + 1), "<stdin>")
+        return _bounded(stdin_buffer().read(MAX_DOCUMENT_BYTES + 1), "<stdin>")
     label = redact(name)
     compression = input_kind(name)[1]
     if is_uri(name):
@@ -287,6 +322,33 @@ def read_bytes(name: str) -> bytes:
     return bytes(_bounded(open_mmap(name, label), label))
 
 
+def read_blocks(name: str, size: int = 4 << 20) -> Iterator[bytes]:
+    """A file (decompressed if it is named .gz, .zst or .bz2), URI, FIFO or stdin ("-") front to
+    back, a block of at most size bytes at a time: what is held stays bounded whatever its size."""
+    label = "<stdin>" if name == "-" else redact(name)
+    compression = None if name == "-" else input_kind(name)[1]
+    if not compression and not is_uri(name):
+        with ReadOnce(name, label) as source:
+            while block := source.read(size):
+                yield block
+        return
+    import pyarrow as pa
+
+    try:
+        if is_uri(name):
+            raw = open_input(name, label)
+            stream = pa.CompressedInputStream(raw, compression) if compression else raw
+        else:
+            stream = pa.input_stream(name, compression=compression)
+        with stream:
+            while block := stream.read(size):
+                yield block
+    except FileNotFoundError:
+        raise InputError(f"{label}: no such file") from None
+    except (OSError, pa.ArrowException) as e:
+        raise InputError(redact(f"{label}: cannot read or decompress ({e})")) from None
+
+
 def _bounded(data, label: str):
     """data, if it is no more than MAX_DOCUMENT_BYTES (read as MAX_DOCUMENT_BYTES + 1 at most)."""
     if len(data) > MAX_DOCUMENT_BYTES:
@@ -297,83 +359,6 @@ def _bounded(data, label: str):
 def _too_much(label: str) -> InputError:
     return InputError(f"{label}: over {MAX_DOCUMENT_BYTES >> 20} MiB, more than bpecli reads whole (is it an endless "
                       f"stream, such as /dev/zero?); a file is read in parts by encode, encode {arg('out_dir')} and train")
-
-
-def spool(name: str, directory: str | None = None, separators: Sequence[str] = (), errors: str = "replace") -> str:
-    """Copy a stream ("-" for stdin, a FIFO...) to a temporary file so it can be read in ranges
-    like any other input; the copy is removed again if it cannot be made whole. Text or JSONL that
-    runs MAX_DOCUMENT_BYTES without a newline or one of separators is an error here (/dev/zero
-    would fill the disk): no document of it could be read; so is invalid UTF-8 with errors="strict"
-    (/dev/urandom would)."""
-    import tempfile
-
-    label = "<stdin>" if name == "-" else name
-    kind = ("text", None) if name == "-" else input_kind(name)
-    # the copy keeps the suffixes that say the kind (a FIFO named docs.jsonl holds JSONL)
-    suffix = "".join(Path(name).suffixes[-2:]) if kind != ("text", None) else ".txt"
-    ends = [b"\n", *(s.encode("utf-8") for s in separators)] if kind[0] != "parquet" and not kind[1] else []
-    fd, path = tempfile.mkstemp(prefix="bpecli-stdin-", suffix=suffix, dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as out, (open(name, "rb") if name != "-" else nullcontext(_stdin_buffer())) as source:
-            _copy_checked(source, out, ends, label, strict=errors == "strict")
-    except OSError as e:
-        os.unlink(path)
-        if e.filename is None or e.filename == path:
-            what = "standard input" if name == "-" else label
-            raise InputError(f"cannot copy {what} to {os.path.dirname(path)} ({e.strerror or e}); "
-                             "set TMPDIR to a folder with room") from None
-        raise _open_error(label, e) from None
-    except BaseException:
-        os.unlink(path)
-        raise
-    return path
-
-
-def _copy_checked(source, out, ends: list[bytes], label: str, strict: bool = False) -> None:
-    """Copy source to out a block at a time; with ends, stop once MAX_DOCUMENT_BYTES pass without
-    one, and if strict (and ends: text), at the first invalid UTF-8."""
-    keep = max(map(len, ends), default=1) - 1  # the bytes before a block that an end may start in
-    copied, after_end, tail = 0, 0, b""  # after_end: where the bytes after the last end start
-    checker = codecs.getincrementaldecoder("utf-8")() if strict and ends else None
-    lines = 0  # the newlines copied, for where invalid UTF-8 is
-    while block := source.read(1 << 20):
-        out.write(block)
-        if checker is not None:
-            held = checker.getstate()[0]  # a character's first bytes, from the block before
-            try:
-                checker.decode(block)
-            except UnicodeDecodeError:  # said as reading it would say it (decode_utf8), where it is
-                decode_utf8(held + block, label, offset=copied - len(held), first_line=lines + 1, hint=ERRORS_HINT)
-            lines += block.count(b"\n")
-        if ends:
-            window = tail + block  # window starts at byte copied - len(tail)
-            found = max((at + len(end) for end in ends if (at := window.rfind(end)) >= 0), default=0)
-            if found:
-                after_end = max(after_end, copied - len(tail) + found)
-            if copied + len(block) - after_end > MAX_DOCUMENT_BYTES:
-                more = "or special token " if len(ends) > 1 else ""
-                raise InputError(f"{label}: over {MAX_DOCUMENT_BYTES >> 20} MiB from byte {after_end:,} with no line end "
-                                 f"{more}in it (is it an endless stream, such as /dev/zero?); bpecli holds a "
-                                 f"document whole, and at most {MAX_DOCUMENT_BYTES >> 20} MiB of one")
-            tail = window[len(window) - keep :] if keep else b""
-        copied += len(block)
-
-
-@contextmanager
-def streams_spooled(names: list[str], separators: Sequence[str] = (), errors: str = "replace"):
-    """(path, label) for each input name; stdin ("-") and other streams (FIFOs, `<(...)`) are
-    copied to temporary files first and removed afterwards, so that every input can be read in
-    byte ranges like a file. separators end documents in them, errors says how invalid UTF-8 is
-    read (see spool)."""
-    spooled: dict[str, str] = {}
-    try:
-        for name in names:
-            if (name == "-" or is_stream(name)) and name not in spooled:
-                spooled[name] = spool(name, separators=separators, errors=errors)
-        yield input_pairs([(spooled.get(name, name), "<stdin>" if name == "-" else name) for name in names])
-    finally:
-        for path in spooled.values():
-            os.unlink(path)
 
 
 def input_bytes(inputs: list[tuple[str, str]]) -> int:

@@ -195,10 +195,15 @@ def _quiet() -> None:
     pipe as an answer, and its parent says it in one line; what a library would print there as it
     crashes (pyarrow's C++ aborting on std::bad_alloc under ulimit -v) would be lines beside it, and
     the parent says the worker died."""
+    to_devnull(1, 2)
+
+
+def to_devnull(*fds: int) -> None:
+    """Point these file descriptors (1 for stdout, 2 for stderr) at /dev/null, if the system lets."""
     try:
         quiet = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(quiet, 1)
-        os.dup2(quiet, 2)
+        for fd in fds:
+            os.dup2(quiet, fd)
         os.close(quiet)
     except OSError:
         pass

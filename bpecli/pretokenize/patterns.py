@@ -38,25 +38,42 @@ SAFE_CUT = r"(?<=[^\s]\n)(?=[A-Za-z0-9])"
 _SAFE_CUT_BYTES, _SAFE_CUT_STR = re.compile(SAFE_CUT.encode()), re.compile(SAFE_CUT)
 
 
+# Where a preset pattern surely ends a piece, for text with no safe cut near (one long line): after
+# an ASCII letter and before a space. No preset's piece holds a letter followed by a space (letters
+# run to a non-letter; a contraction ends in a letter), and the piece after starts at the space.
+WORD_CUT = r"(?<=[A-Za-z])(?= )"
+_WORD_CUT_BYTES, _WORD_CUT_STR = re.compile(WORD_CUT.encode()), re.compile(WORD_CUT)
+
+
 def safe_blocks(document, size: int) -> list:
-    """document (bytes or str) cut at safe cuts into blocks of about `size` bytes (characters) or
-    more: a block runs on to the next safe cut. Each block pre-tokenizes, counts and encodes as it
-    does in the whole.
+    """document (bytes or str) cut into blocks of about `size` bytes (characters) or more, at safe
+    cuts, or, where none comes within `size` more, at a word cut (WORD_CUT): a long line is cut
+    too. Each block pre-tokenizes, counts and encodes by a preset pattern as it does in the whole.
 
     Example: b"one\ntwo\nthree" with size 2 -> [b"one\n", b"two\n", b"three"]
     """
     blocks, start = [], 0
-    newline, safe = ("\n", _SAFE_CUT_STR) if isinstance(document, str) else (b"\n", _SAFE_CUT_BYTES)
+    text = isinstance(document, str)
+    newline, safe, word = ("\n", _SAFE_CUT_STR, _WORD_CUT_STR) if text else (b"\n", _SAFE_CUT_BYTES, _WORD_CUT_BYTES)
     while len(document) - start > size:
-        at = start + size - 1  # a safe cut is just after a newline: found by a newline's search
-        while (at := document.find(newline, at)) >= 0 and not safe.match(document, at + 1):
-            at += 1
-        if at < 0:
+        cut = _safe_cut(document, start + size - 1, start + 2 * size, newline, safe)
+        if cut < 0:
+            found = word.search(document, start + size, start + 2 * size + 1)
+            cut = found.start() if found else _safe_cut(document, start + 2 * size, len(document), newline, safe)
+        if cut < 0:
             break
-        blocks.append(document[start : at + 1])
-        start = at + 1
+        blocks.append(document[start:cut])
+        start = cut
     blocks.append(document[start:] if start else document)
     return blocks
+
+
+def _safe_cut(document, at: int, end: int, newline, safe) -> int:
+    """The first safe cut after document[at:end]'s first newline that has one, or -1 (a safe cut
+    is just after a newline: found by a newline's search)."""
+    while (at := document.find(newline, at, end)) >= 0 and not safe.match(document, at + 1):
+        at += 1
+    return at + 1 if at >= 0 else -1
 
 
 def is_preset(pattern: str) -> bool:
@@ -88,7 +105,7 @@ def resolve_pattern(name_or_regex: str, *, source: str = arg("pattern")) -> str:
 _PROBE = "Hello, World! It's 12,345.6 \u00bd x\n\n\t  y \r\n caf\u00e9 e\u0301 \u4e2d\u6587 \U0001F600 \u00a0end?"
 
 
-def uncovered_error(pattern: str, text: str, source: str = arg("pattern")) -> BpecliError:
+def uncovered_error(pattern: str, text: str, source: str | None = None) -> BpecliError:
     """The error for a pattern whose pieces leave characters of text out (`\\w+` skips spaces):
     a byte-level tokenizer must keep every byte, or decode(encode(text)) is not text."""
     at = 0
@@ -100,7 +117,7 @@ def uncovered_error(pattern: str, text: str, source: str = arg("pattern")) -> Bp
     except TimeoutError:
         return backtracking_error(pattern, text, source)
     return BpecliError(
-        f"the pattern {pattern[:60]!r} ({source}) leaves {text[at:at + 1]!r} (character {at}) out of every piece; "
+        f"the pattern {pattern[:60]!r}{_given_as(source)} leaves {text[at:at + 1]!r} (character {at}) out of every piece; "
         "a byte-level tokenizer must keep every character: add an alternative that matches the rest, e.g. |\\s+|."
     )
 
@@ -114,26 +131,31 @@ TIMEOUT_SECONDS = 2.0
 TIMEOUT_PER_CHARACTER = 200e-6
 
 
+def _given_as(source: str | None) -> str:
+    return f" ({source})" if source else ""
+
+
 def time_bound(characters: int) -> float:
     """The CPU seconds a custom pattern may take on a text of this many characters."""
     return TIMEOUT_SECONDS + TIMEOUT_PER_CHARACTER * characters
 
 
-def backtracking_error(pattern: str, text: str, source: str = "the tokenizer's pattern") -> BpecliError:
+def backtracking_error(pattern: str, text: str, source: str | None = None) -> BpecliError:
     """The error for a pattern that ran out of time on a text."""
     return BpecliError(
-        f"the pattern {pattern[:60]!r} ({source}) ran for over {time_bound(len(text)):.0f} s on a text of "
+        f"the pattern {pattern[:60]!r}{_given_as(source)} ran for over {time_bound(len(text)):.0f} s on a text of "
         f"{len(text):,} characters: it backtracks catastrophically (a repeat of alternatives that overlap, "
         "as (a|aa)+); rewrite it with possessive quantifiers (++, *+) or atomic groups (?>...), or use gpt2, cl100k or o200k"
     )
 
 
-def splitter(pattern: str, *, plain: bool = False, source: str = "the tokenizer's pattern") -> Callable[[str], list[str]]:
+def splitter(pattern: str, *, plain: bool = False, source: str | None = None) -> Callable[[str], list[str]]:
     """text -> its pre-tokens: each whole match of pattern, as tiktoken takes them (the groups a
     pattern captures change nothing). A custom pattern runs within time_bound, and raises
     BpecliError past it; a preset runs unbounded, as the bound costs time on every call and the
     presets never backtrack far. plain: the pattern as the regex module reads it, which compiles
-    faster for ASCII text (see compiled). source names where the pattern came from, for the error.
+    faster for ASCII text (see compiled). source names where the pattern came from, for the error
+    (where it is known: a tokenizer's pattern may be its file's or one given to replace it).
 
     Example: splitter(r"(a)|b")("ab") -> ["a", "b"]
     """
@@ -142,7 +164,7 @@ def splitter(pattern: str, *, plain: bool = False, source: str = "the tokenizer'
     return partial(_pieces, regex.compile(pattern), source=source)
 
 
-def _pieces(compiled: regex.Pattern, text: str, source: str) -> list[str]:
+def _pieces(compiled: regex.Pattern, text: str, source: str | None) -> list[str]:
     try:
         if compiled.groups:  # findall would give the groups
             return [match.group() for match in compiled.finditer(text, timeout=time_bound(len(text)))]

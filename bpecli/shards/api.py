@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import BpecliError, arg
-from ..inputs.sources import streams_spooled
+from ..inputs.spool import streams_spooled
 from ..pretokenize import DEFAULT_EOT, document_separators
 from ..tokenizer import Tokenizer, load
 from . import run

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import BpecliError, InputError, arg
 from ..tokenizer import Tokenizer
-from .layout import MANIFEST, load_state
+from .layout import MANIFEST, REBUILD, load_state
 
 LLMC_HEADER_INTS = 256
 LLMC_MAGIC = {"uint16": (20240520, 1), "uint32": (20240801, 7)}  # dtype -> (magic, version)
@@ -37,10 +37,20 @@ def _npy_header(dtype: str, length: int) -> bytes:
     return buffer.getvalue()
 
 
-def read_shard(path: str | Path) -> np.ndarray:
+def read_shard(path: str | Path, *, as_listed: bool = False) -> np.ndarray:
     """The tokens of a shard file (.npy, llm.c's .bin, or nanoGPT's raw .bin listed in the
-    manifest.json beside it, which says its dtype), memory-mapped."""
+    manifest.json beside it, which says its dtype), memory-mapped. as_listed: a shard the manifest
+    beside it lists must hold ids of the dtype it says (as a shard read on its own, by decode)."""
     path = Path(path)
+    array = _read_any(path)
+    listed = _listed_dtype(path) if as_listed else None
+    if listed is not None and array.dtype != np.dtype(listed).newbyteorder("<"):
+        kind = array.dtype.name + (" (big-endian)" if array.dtype.byteorder == ">" else "")
+        raise InputError(f"{path}: holds {kind} ids where the manifest says {listed}; {REBUILD}")
+    return array
+
+
+def _read_any(path: Path) -> np.ndarray:
     try:
         if path.suffix == ".bin":
             return _read_bin(path)
@@ -81,6 +91,12 @@ def _read_bin(path: Path) -> np.ndarray:
 
 def _nanogpt_dtype(path: Path) -> str | None:
     """The dtype of a raw nanoGPT .bin, from the manifest of its folder (None if it lists no such file)."""
+    return _listed_dtype(path, shard_format="nanogpt")
+
+
+def _listed_dtype(path: Path, shard_format: str | None = None) -> str | None:
+    """The dtype the manifest beside a shard says, if it lists the shard (and is of shard_format,
+    if given); None where there is no such manifest, or it cannot be read."""
     manifest_path = path.parent / MANIFEST
     if not os.path.lexists(manifest_path):
         return None
@@ -89,7 +105,9 @@ def _nanogpt_dtype(path: Path) -> str | None:
         listed = any(shard.get("file") == path.name for shard in manifest["shards"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    if manifest.get("shard_format") == "nanogpt" and listed and manifest.get("dtype") in ("uint16", "uint32"):
+    if shard_format not in (None, manifest.get("shard_format")):
+        return None
+    if listed and manifest.get("dtype") in ("uint16", "uint32"):
         return manifest["dtype"]
     return None
 

@@ -31,6 +31,15 @@ def prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
     manifest_path, journal_path = out / MANIFEST, out / JOURNAL
     records = [path for path in (manifest_path, journal_path) if path.exists()]
     if not any(map(_written_by_bpecli, records)):
+        for path in records:  # a journal or manifest cut short (a full disk, an editor): said as such
+            why = _unparsed(path)
+            if why is None:
+                continue
+            if path == journal_path:  # bpecli's by its name
+                raise OutputError(f"{path}: damaged ({why}), so bpecli cannot tell what it wrote in {out} and "
+                                  f"neither resumes nor rebuilds it; remove the folder, or choose another {arg('out_dir')}")
+            raise OutputError(f"{path}: damaged or not bpecli's ({why}); if a bpecli run left it, remove the folder "
+                              f"and encode again, else choose another {arg('out_dir')}")
         # shard names in a folder bpecli has no record in are someone else's (nanoGPT's own
         # train.bin, say), and so is a manifest.json it did not write: never replaced, force or not
         foreign = sorted([p.name for p in out.iterdir() if SHARD_NAME.fullmatch(p.name)] + [p.name for p in records])
@@ -122,6 +131,18 @@ def _written_by_bpecli(path: Path) -> bool:
         return False
     settings = document.get("settings", document) if isinstance(document, dict) else None
     return isinstance(settings, dict) and "format_version" in settings
+
+
+def _unparsed(path: Path) -> str | None:
+    """What is wrong with a manifest or journal that is no JSON at all (empty, cut short); None if
+    it parses (whoever wrote it) or is not a file of its own."""
+    try:
+        load_state(path)
+    except folders.Unreadable as e:
+        return f"{'' if e.line is None else f'line {e.line}: '}{e}"
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def clear(out: Path, keep: set) -> None:

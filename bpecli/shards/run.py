@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import folders
 from ..errors import BpecliError, OutputError, arg
 from ..folders import locked
 from ..inputs.documents import parse_id, shown
@@ -122,7 +121,8 @@ def write_shards(
     settings.update(bos=None if bos is None else {"id": bos, "token": tokenizer.special_ids.get(bos)},
                     val_fraction=val_fraction)
     made = _make_folder(out)
-    with locked(out), _unmade_on_failure(out, made):
+    # the folder locked is the one out leads to (out may be a link to a folder on a larger disk)
+    with locked(Path(os.path.realpath(out))), _unmade_on_failure(out, made):
         found = prepare(out, settings, force)
         if isinstance(found, dict):
             return ShardRun(out, found, "complete")
@@ -196,15 +196,14 @@ def _make_folder(out: Path) -> Path | None:
 
 @contextmanager
 def _unmade_on_failure(out: Path, made: Path | None):
-    """On a failure, remove the folders _make_folder made if they hold nothing but the lock: a
+    """On a failure, remove the folders _make_folder made if they are empty: a
     run stopped by bad input leaves no empty out_dir behind (one that wrote shards keeps them for
     a rerun). It runs while the lock is held, so that no other run is writing there."""
     try:
         yield
     except BaseException:
         try:
-            if made is not None and set(os.listdir(out)) <= {folders.LEGACY_LOCK}:
-                (out / folders.LEGACY_LOCK).unlink(missing_ok=True)
+            if made is not None and not os.listdir(out):
                 for folder in [out, *out.parents]:
                     folder.rmdir()
                     if folder == made:

@@ -76,7 +76,7 @@ class ShardWriter:
         """Record the checksum of part `index` as read; a part an interrupted run read too must
         be the same bytes, or the shards kept from it are stale."""
         if index < len(self.recorded) and self.recorded[index] != digest:
-            raise InputError(f"{label} changed since the interrupted run wrote shards from it; "
+            raise InputError(f"{label} changed since the interrupted run wrote shards from it (or its journal is damaged); "
                              f"use {arg('force', True)} to encode it afresh")
         assert index == len(self.parts)
         self.parts.append((label, digest))
@@ -118,7 +118,7 @@ class ShardWriter:
 
     def _written(self, label: str) -> dict | None:
         """What the parts of an input gave each split, or None if a part's tally is unknown (a run
-        resumed from the journal of an older bpecli)."""
+        resumed from a journal without tallies)."""
         total: dict[str, dict[str, int]] = {split: {"tokens": 0, "documents": 0} for split in self.splits}
         for index, (name, _) in enumerate(self.parts):
             if name != label:
@@ -185,8 +185,8 @@ class ShardWriter:
 
     def _close(self, stream: _Stream, next_part: int | None, skip: int) -> None:
         """Finish a stream's shard: its file and document index are written out under temporary
-        names, recorded in the journal, and only then renamed, so that a shard or index under
-        its own name is always one the journal knows (a rerun never finds files of unknown origin)."""
+        names and then renamed. The journal, written at most once every JOURNAL_SECONDS, may not
+        list it yet: a rerun keeps only the shards the journal lists and checks, and removes the rest."""
         file, (temporary, index_temporary) = stream.file, self._temporaries(stream)
         # a full shard's sha256 was taken as it was written; the last one's header is written again
         digest = stream.digest.hexdigest() if stream.count == self.shard_tokens else None

@@ -207,7 +207,7 @@ def _count_part(counter: _Counter, part: Part) -> tuple[PieceCounts, int]:
         for document in batch:
             found = findall(document)
             if sum(map(len, found)) != len(document):
-                raise uncovered_error(counter.pattern, document)
+                raise uncovered_error(counter.pattern, document, arg("pattern"))
             pieces += found
         total.add(PieceCounts.of_pieces([p.encode("utf-8") for p in pieces]))
     return total.result(), part.weight

@@ -254,8 +254,8 @@ def test_a_server_that_is_no_scheduler_is_one_line_within_the_connect_timeout(co
 
 @pytest.mark.system
 def test_a_scheduler_killed_mid_run_is_one_line_at_once(tmp_path, kernel_docs_sample):
-    """Killed once the workers count: the futures are cancelled, and Dask's FutureCancelledError was
-    a traceback, and its client's reconnecting logged another."""
+    """Killed once the workers count: the futures are cancelled, and bpecli says so in one line, with
+    no traceback of Dask's FutureCancelledError and no log of its client reconnecting."""
     corpus = tmp_path / "docs.txt"
     corpus.write_text(kernel_docs_sample * 4, encoding="utf-8")
     pattern = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s"""  # the regex's pace: seconds

@@ -20,7 +20,7 @@ from bpecli.formats import TOKENIZER_FILES
 BPECLI = [sys.executable, "-m", "bpecli"]
 TEXT = "Once upon a time, the theory of tokenizers<|endoftext|> had 2026 cats and a dog."
 # Where a reader may load a tokenizer folder from, as bpecli's -t takes them.
-TARGETS = [".", "vocab.json", "tokenizer.tiktoken"]
+TARGETS = [".", "vocab.json", "tokenizer.json", "tokenizer.tiktoken"]
 
 
 def train_command(corpus: Path, out: Path) -> list[str]:

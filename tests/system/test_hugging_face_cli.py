@@ -5,15 +5,10 @@ ids are compared with tokenizers' and transformers' own, with and without add_sp
 bpecli trains such files (add_prefix_space, bos/eos) and transformers loads them."""
 
 import json
-
 import subprocess
-
 import sys
 
 import pytest
-
-
-
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -28,6 +23,7 @@ CORPUS = ["hello world, the cat sat on the mat. hello there", "Ünïcode wörld 
 TEXTS = ["", " ", "  ", "hello", " hello", "  two spaces", "\nhello world", "\n", "hello\n", "a<s>b", "<s>hello",
          "hello</s>", "<s>", " <s> x", "Ünïcode wörld 123", "x" * 5, "the cat. the mat!\n\nhello   there  ",
          "hello world " * 7000]  # the last one long enough for the vectorised path
+
 
 def _build(path, pre_tokenizer, post_processor):
     """A byte-level BPE trained by tokenizers with <s> and </s> as its first ids, as its trainer
@@ -58,10 +54,12 @@ KINDS = {
                                                                  special_tokens=[("<s>", 0), ("</s>", 1)])),
 }
 
+
 @pytest.fixture(params=sorted(KINDS))
 def built(request, tmp_path):
     path = tmp_path / f"{request.param}.json"
     return _build(path, *KINDS[request.param]()), path
+
 
 def _edited(path, tmp_path, **changes):
     document = json.loads(path.read_text(encoding="utf-8"))
@@ -69,6 +67,7 @@ def _edited(path, tmp_path, **changes):
     edited = tmp_path / "edited.json"
     edited.write_text(json.dumps(document), encoding="utf-8")
     return edited
+
 
 def _bpecli(*args, input=None):
     return subprocess.run([sys.executable, "-m", "bpecli", *args], input=input, capture_output=True, text=True)

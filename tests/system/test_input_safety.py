@@ -257,8 +257,8 @@ def long_line(tmp_path_factory, kernel_docs_sample):
                                      "encode -t {vocab} {folder}/doc.txt --out {out} -q --workers 1",
                                      "encode -t {vocab} {folder}/line.jsonl -f count"])
 def test_a_20_mb_document_is_encoded_and_counted_in_bounded_memory(gpt2_vocab, tmp_path, long_line, command):
-    """Its peak was 40-45 times its size (776-949 MiB) when the bulk engine took a document as one batch,
-    and 660 MiB for plain encode while it held the record's ids as one list of Python ints."""
+    """A document of newline-rich text is counted and encoded a few MB at a time, within the README's
+    budget (held whole, it would take 40-45 times its size); test_long_lines.py has one long line."""
     done, peak = measured("bpecli " + command.format(folder=long_line, out=tmp_path / "out", vocab=gpt2_vocab))
     assert done.returncode == 0, done.stderr
     assert peak < 450, f"{peak:.0f} MiB"

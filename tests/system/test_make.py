@@ -2,27 +2,21 @@
 and examples/Makefile runs as a data-prep step with no hand step."""
 
 import json
-
 import os
-
 import shutil
-
 import subprocess
-
 import sys
-
 from pathlib import Path
 
 import numpy as np
-
 import pytest
 
 from bpecli.inputs import parts as input_parts
 
-
 EOT = 50256
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
 
 class Interrupt:
     """A progress bar that presses Ctrl-C after `after` updates (passed as its own factory)."""
@@ -44,8 +38,10 @@ class Interrupt:
     def close(self):
         pass
 
+
 def concatenated(folder) -> np.ndarray:
     return np.concatenate([np.load(p) for p in sorted(folder.glob("shard_*.npy"))])
+
 
 @pytest.fixture
 def corpus(tmp_path, kernel_docs_sample, monkeypatch):

@@ -4,23 +4,14 @@ serves bpecli as it serves tiktoken, and the ids are tiktoken's. Nothing here re
 sockets are refused in this process, and bpecli's processes get a proxy that refuses them."""
 
 import hashlib
-
 import os
-
 import shutil
-
 import socket
-
 import subprocess
-
 import sys
-
 from pathlib import Path
 
 import pytest
-
-
-
 
 tiktoken = pytest.importorskip("tiktoken")
 
@@ -36,8 +27,10 @@ EOT = "<|endoftext|>"
 
 TEXTS = ["hello world", "héllo wörld 😀 中文 ", "it's  2010\n\n\tx", f"a{EOT}b", "def f(x):\n    return x ** 2\n"]
 
+
 def cached_as(cache: Path, url: str) -> Path:
     return cache / hashlib.sha1(url.encode()).hexdigest()
+
 
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch):
@@ -50,6 +43,7 @@ def no_network(monkeypatch):
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
 
+
 @pytest.fixture
 def cache(tmp_path, monkeypatch) -> Path:
     folder = tmp_path / "tiktoken-cache"
@@ -59,6 +53,7 @@ def cache(tmp_path, monkeypatch) -> Path:
     # tiktoken keeps each encoding it built for the life of the process: the references are built anew
     monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
     return folder
+
 
 @pytest.fixture
 def seeded(cache, cl100k_file, fixtures) -> Path:

@@ -434,6 +434,7 @@ def test_a_damaged_manifest_is_one_line_everywhere(gpt2_vocab, tmp_path):
 
 @pytest.mark.parametrize("content", ['{"text": "fine"}\nnot json\n', "<|endoftext|>"])
 def test_train_on_bad_input_leaves_no_folder_either(tmp_path, content):
+    """A guard beside encode's: train makes --out only when it saves, so bad input leaves nothing."""
     (tmp_path / "bad.jsonl").write_text(content)
     one_line_error(run("train", tmp_path / "bad.jsonl", "--vocab-size", 300, "--out", tmp_path / "out" / "tok", "-q"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]

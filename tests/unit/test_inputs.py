@@ -9,7 +9,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpecli.inputs import documents, sources
+from bpecli.inputs import documents, sources, spool
 from bpecli.inputs import parts as input_parts
 from bpecli.errors import InputError, OutputError
 from bpecli.pretokenize import PATTERNS, SAFE_CUT
@@ -80,14 +80,14 @@ def test_spooling_into_a_full_disk_leaves_no_temporary_file(tmp_path, monkeypatc
         out.write(b"partial")
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(sources, "_copy_checked", no_space)
-    monkeypatch.setattr(sources, "is_stream", lambda name: True)
+    monkeypatch.setattr(spool, "_copy_checked", no_space)
+    monkeypatch.setattr(spool, "is_stream", lambda name: True)
     spool_dir = tmp_path / "spool"
     spool_dir.mkdir()
     monkeypatch.setenv("TMPDIR", str(spool_dir))
     monkeypatch.setattr(tempfile, "tempdir", None)  # (tempfile caches the folder it picked)
     with pytest.raises(InputError, match="No space left on device.*set TMPDIR to a folder with room"):
-        with sources.streams_spooled([str(source)]):
+        with spool.streams_spooled([str(source)]):
             pass
     assert list(spool_dir.iterdir()) == []
 

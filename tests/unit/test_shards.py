@@ -527,7 +527,8 @@ def test_a_manifest_bpecli_did_not_write_is_no_record(gpt2, sample_file, tmp_pat
         (out / "manifest.json").write_text(theirs)
         (out / "shard_00000.npy").write_bytes(b"their tokens")
         for force in (False, True):
-            with pytest.raises(OutputError, match="holds manifest.json, shard_00000.npy, which bpecli has no record of writing"):
+            with pytest.raises(OutputError, match="holds manifest.json, shard_00000.npy, which bpecli has no record of writing"
+                               if theirs != "not json" else "manifest.json: damaged or not bpecli's"):
                 write_shards(gpt2, [str(sample_file)], out, force=force)
         assert (out / "manifest.json").read_text() == theirs and (out / "shard_00000.npy").read_bytes() == b"their tokens"
     (out / "shard_00000.npy").unlink()
@@ -763,10 +764,10 @@ def test_decoding_a_shard_names_a_bad_id_as_it_is_written(gpt2, tmp_path):
 
     for ids, bad in (([31373, 2**64 - 1], "18446744073709551615"), ([31373, 2**63], "9223372036854775808")):
         np.save(tmp_path / "u64.npy", np.array(ids, dtype=np.uint64))
-        with pytest.raises(UnknownIdError, match=f"^id {bad} is not in the vocabulary$"):
+        with pytest.raises(UnknownIdError, match=f"^id {bad} is not in the vocabulary \\(0\\.\\.50256\\)$"):
             gpt2.decode(formats.read_shard(tmp_path / "u64.npy"))
     np.save(tmp_path / "neg.npy", np.array([31373, -5], dtype=np.int64))
-    with pytest.raises(UnknownIdError, match="^id -5 is not in the vocabulary$"):
+    with pytest.raises(UnknownIdError, match="^id -5 is not in the vocabulary \\(0\\.\\.50256\\)$"):
         gpt2.decode(formats.read_shard(tmp_path / "neg.npy"))
 
 

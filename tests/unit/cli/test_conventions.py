@@ -3,16 +3,11 @@ out-of-range values as usage errors (exit 2, as the README's table says), one re
 token, counts in words, one throughput, and bench's peer on --workers threads."""
 
 import io
-
 import re
-
-
 import sys
 
 import pytest
-
 import typer
-
 from typer.testing import CliRunner
 
 from bpecli.cli import app
@@ -21,11 +16,14 @@ runner = CliRunner()
 
 COMMANDS = ["train", "encode", "decode", "inspect", "bench"]
 
+
 def run(*args, input=None):
     return runner.invoke(app, [str(a) for a in args], input=input)
 
+
 def click_command(name):
     return typer.main.get_command(app).commands[name]
+
 
 def out_of_range(tmp_path, vocab):
     text = tmp_path / "in.txt"
@@ -48,6 +46,7 @@ def out_of_range(tmp_path, vocab):
 
 CASES = ["vocab-size below 256", "vocab-size past 32-bit ids", "workers 0", "min-frequency negative", "shard-tokens 0",
          "val-fraction 1.5", "val-fraction 0", "val-fraction 1", "llmc shard past int32", "bench repeat 0", "bench workers 0"]
+
 
 def shown(token: bytes) -> str:
     """How the issue asks a token to show: a space as ␣, a newline and a tab as \\n and \\t, other

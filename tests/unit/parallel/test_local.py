@@ -86,8 +86,8 @@ def _unpicklable_at_three(_, item):
     (_unpicklable_at_three, _setup, MemoryError, [0, 1, 2]),
 ])
 def test_a_worker_answers_every_failure_and_prints_no_traceback(capfd, function, setup, raised, seen):
-    """A setup that fails, a result there is no memory to pickle: each was a traceback on stderr
-    from multiprocessing, and a worker that died."""
+    """A setup that fails, a result there is no memory to pickle: each is an answer the parent
+    raises, with no traceback from multiprocessing on stderr and no worker left dead."""
     if available_cpus() < 2:
         pytest.skip("one CPU: the work runs in this process")
     got = []

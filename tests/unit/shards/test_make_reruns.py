@@ -2,25 +2,19 @@
 and examples/Makefile runs as a data-prep step with no hand step."""
 
 import json
-
 import os
-
-
-
-
 from pathlib import Path
 
 import numpy as np
-
 import pytest
 
 from bpecli.inputs import parts as input_parts
-
 from bpecli.shards import verify, write_shards
 
 EOT = 50256
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
 
 class Interrupt:
     """A progress bar that presses Ctrl-C after `after` updates (passed as its own factory)."""
@@ -42,8 +36,10 @@ class Interrupt:
     def close(self):
         pass
 
+
 def concatenated(folder) -> np.ndarray:
     return np.concatenate([np.load(p) for p in sorted(folder.glob("shard_*.npy"))])
+
 
 @pytest.fixture
 def corpus(tmp_path, kernel_docs_sample, monkeypatch):

@@ -1,0 +1,38 @@
+"""A long document with no newline to cut at (one minified JSONL line of text) is cut between a
+letter and a space, where every preset pattern ends a piece: its ids are tiktoken's, and train,
+encode --out and plain encode of a 20 MB such line stay within the memory the README states."""
+
+import json
+
+import pytest
+import regex
+
+from bpecli.pretokenize import PATTERNS, safe_blocks
+
+LINE = "Hello world, it's 2026: naïve cafés -- don't   stop (x+y)/2 THE End's DONE'S  \t tabs ok "
+
+
+@pytest.fixture(scope="module")
+def line(tmp_path_factory):
+    """One JSONL line of 21 MB of "hello world " with no newline in it."""
+    path = tmp_path_factory.mktemp("line") / "line.jsonl"
+    path.write_text(json.dumps({"text": "hello world " * 1_750_000}) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+def test_a_line_cut_at_word_cuts_splits_into_the_pieces_of_the_whole(name):
+    text = LINE * 200
+    blocks = safe_blocks(text, 1000)
+    assert len(blocks) > 10 and "".join(blocks) == text
+    pattern = regex.compile(PATTERNS[name])
+    assert [piece for block in blocks for piece in pattern.findall(block)] == pattern.findall(text)
+    data = text.encode()
+    assert b"".join(safe_blocks(data, 1000)) == data and len(safe_blocks(data, 1000)) > 10
+
+
+def test_a_long_line_encodes_in_blocks_to_tiktokens_ids(gpt2, tiktoken_gpt2):
+    text = LINE * 100_000  # 8.5 MB with no newline: past the 4 MiB blocks of the bulk engine
+    ids, _ = gpt2.encode_documents([text.encode()])
+    assert ids.tolist() == tiktoken_gpt2.encode_ordinary(text)
+    assert gpt2.encode(text) == tiktoken_gpt2.encode_ordinary(text)
