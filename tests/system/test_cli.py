@@ -95,7 +95,7 @@ def one_stderr_line(done) -> str:
         ("bpecli train {vocab} --vocab-size 300 --out x --workers 0", 2, "Invalid value for '--workers'"),
         ("bpecli encode -t {vocab} --dtype int8 --out x", 2, "'int8' is not one of"),
         ("bpecli nosuch", 2, "No such command 'nosuch'"),
-        ("bpecli train {vocab} --vocab-size 99999999999999999999 --out x", 1, "is too large: ids are 32-bit"),
+        ("bpecli train {vocab} --vocab-size 99999999999999999999 --out x", 2, "is above 2,147,483,647"),
     ],
 )
 def test_closed_and_full_streams_and_bad_ids_are_one_line(gpt2_vocab, script, status, message):
