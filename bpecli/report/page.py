@@ -10,7 +10,7 @@ import time
 from html import escape
 from pathlib import Path
 
-from ..errors import OutputError
+from ..errors import OutputError, arg
 from ..tokenizer import Tokenizer
 from ..vocab import token_parts
 from .svg import colour, columns, hbars, legend, lines, number, percent, short
@@ -24,7 +24,7 @@ def write_report(path: str | Path, html: str) -> Path:
     """Write a report atomically; an existing file is replaced only if it is a bpecli report."""
     path = Path(path)
     if path.is_dir():
-        raise OutputError(f"--report {path} is a folder; name a file, e.g. {path / 'report.html'}")
+        raise OutputError(f"{arg('report')} {path} is a folder; name a file, e.g. {path / 'report.html'}")
     if path.exists():
         try:
             with open(path, "rb") as f:
@@ -32,7 +32,7 @@ def write_report(path: str | Path, html: str) -> Path:
         except OSError:
             ours = False
         if not ours:
-            raise OutputError(f"--report {path} exists and is not a bpecli report; remove it or name another file")
+            raise OutputError(f"{arg('report')} {path} exists and is not a bpecli report; remove it or name another file")
     temporary = path.with_name(f".{path.name}.partial")
     try:
         with open(temporary, "w", encoding="utf-8") as f:
@@ -44,7 +44,7 @@ def write_report(path: str | Path, html: str) -> Path:
         except OSError:
             pass
         if isinstance(e, OSError):
-            raise OutputError(f"cannot write --report {path} ({e.strerror or e}); name a file in a folder you can write to") from None
+            raise OutputError(f"cannot write {arg('report')} {path} ({e.strerror or e}); name a file in a folder you can write to") from None
         raise
     return path
 

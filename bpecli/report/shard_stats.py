@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, arg
 from ..parallel import map_in_order
 from ..shards.formats import read_shard
 from ..shards.layout import JOURNAL, MANIFEST, UNREADABLE, index_name, read_manifest
@@ -161,7 +161,7 @@ def _slots(manifest: dict, tokenizer: Tokenizer | None) -> Slots:
         bound = max([size if isinstance(size, int) else 0, *(i + 1 for i in named)])
         if not 0 < bound <= min(dtype_top, MAX_DENSE):
             raise InputError(f"the manifest names ids up to {bound - 1:,}: too many to count without the tokenizer, or "
-                             f"more than {manifest['dtype']} holds; give the tokenizer (-t), or encode again with --force")
+                             f"more than {manifest['dtype']} holds; give the tokenizer ({arg('tokenizer')}), or encode again with {arg('force', True)}")
         ids = np.arange(bound, dtype=np.int64)
     if len(ids) == 0 or ids[0] < 0 or ids[-1] >= dtype_top:
         raise InputError(f"the tokenizer's ids do not fit {manifest['dtype']} shards; give the tokenizer the shards "
@@ -197,7 +197,7 @@ def _written_by_input(out: Path, manifest: dict, shards: list[dict]) -> dict[str
         return None
     if len(read) != len(manifest["inputs"]):
         raise InputError(f"{out / MANIFEST}: damaged (its inputs and what was read of them differ in number); "
-                         "encode again with --force")
+                         f"encode again with {arg('force', True)}")
     splits = dict.fromkeys(s["split"] for s in shards)
     found: dict[str, list[int]] = {}
     for split in splits:
@@ -206,7 +206,7 @@ def _written_by_input(out: Path, manifest: dict, shards: list[dict]) -> dict[str
         if (None in tokens or None in documents or sum(n or 0 for n in tokens) != sum(s["tokens"] for s in shards if s["split"] == split)
                 or sum(n or 0 for n in documents) != sum(s["documents"] for s in shards if s["split"] == split)):
             raise InputError(f"{out / MANIFEST}: damaged (the tokens it says each input gave {split} do not add up to its "
-                             "shards'); encode again with --force")
+                             f"shards'); encode again with {arg('force', True)}")
         found[split] = [n or 0 for n in tokens]
     return found
 
@@ -315,17 +315,17 @@ def _document_lengths(out: Path, shards: list[dict]) -> np.ndarray:
             found = np.load(path, allow_pickle=False, mmap_mode="r")
         except (OSError, ValueError) as e:
             raise InputError(f"{path}: not a readable document index ({e}); the folder is damaged: "
-                             "encode again with --force") from None
+                             f"encode again with {arg('force', True)}") from None
         if found.ndim != 1 or found.dtype.kind not in "iu" or (len(found) and (
                 found[0] < 0 or found[-1] >= shard["tokens"] or np.any(np.diff(found) < 0))):
             raise InputError(f"{path}: not the positions of documents in {shard['file']}; the folder is damaged: "
-                             "encode again with --force")
+                             f"encode again with {arg('force', True)}")
         starts.append(np.asarray(found, dtype=np.int64) + offset)
         offset += shard["tokens"]
     starts_all = np.concatenate(starts) if starts else np.zeros(0, dtype=np.int64)
     if len(starts_all) and starts_all[0] != 0:
         raise InputError(f"{out / index_name(shards[0]['file'])}: the first document does not start at the first token; "
-                         "the folder is damaged: encode again with --force")
+                         f"the folder is damaged: encode again with {arg('force', True)}")
     return np.diff(np.append(starts_all, offset))
 
 
@@ -333,7 +333,7 @@ def _check_documents(out: Path, splits: dict, documents: dict[str, np.ndarray]) 
     for split, lengths in documents.items():
         if len(lengths) != splits[split]["documents"]:
             raise InputError(f"{out}: the document indexes of {split} hold {len(lengths):,} documents, the manifest "
-                             f"{splits[split]['documents']:,}; the folder is damaged: encode again with --force")
+                             f"{splits[split]['documents']:,}; the folder is damaged: encode again with {arg('force', True)}")
 
 
 def _length_figures(documents: dict[str, np.ndarray]) -> dict:

@@ -13,7 +13,7 @@ from ..inputs.documents import Splitters, read_documents
 from ..inputs.parts import Part, document_parts
 from ..inputs.sources import input_kind, input_stat
 from ..inputs.utf8 import ERRORS_HINT
-from ..errors import InputError
+from ..errors import InputError, arg
 from ..pretokenize import PATTERNS, SAFE_CUT, document_separators
 from ..tokenizer import Tokenizer
 from ..vocab import render_token
@@ -35,7 +35,7 @@ COLOURED_CHARACTERS = 1200
 
 @dataclass(frozen=True)
 class CorpusSample:
-    """Documents read from one --corpus input: all of it, or evenly spaced parts of it."""
+    """Documents read from one corpus input: all of it, or evenly spaced parts of it."""
 
     input: str
     documents: list[bytes]
@@ -146,14 +146,14 @@ def read_sample(path: str, separators: list[str], budget: int = SAMPLE_BYTES) ->
             message = e.args[0]  # as raised: its arguments not yet spelled for Python or the shell
             if not message.endswith(f"; {ERRORS_HINT}"):
                 raise
-            raise InputError(message.removesuffix(f"; {ERRORS_HINT}") + "; give a --corpus of valid UTF-8") from None
+            raise InputError(message.removesuffix(f"; {ERRORS_HINT}") + f"; give a {arg('corpus')} of valid UTF-8") from None
         encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
         documents += encoded
         taken += sum(map(len, encoded))
         if taken >= budget:
             break
     if not documents:
-        raise InputError(f"{path}: no text to measure tokens on; give a --corpus that holds some")
+        raise InputError(f"{path}: no text to measure tokens on; give a {arg('corpus')} that holds some")
     return CorpusSample(path, documents, size)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, arg
 from ..folders import file_sha256
 from ..inputs.sources import is_uri
 from .formats import read_shard
@@ -45,7 +45,7 @@ def verify(out_dir: str | Path) -> list[str]:
             continue
         if now != before:
             # (a problem is a plain string, not an error: its flag stays as the command line spells it)
-            problems.append(f"input {path} changed since these shards were written from it; encode again with --force")
+            problems.append(f"input {path} changed since these shards were written from it; encode again with {arg('force', True)}")
     return problems
 
 
