@@ -1,7 +1,7 @@
 """Plain `encode` and `decode` read their input a block at a time: stdin past the 64 MiB budget
 for one document is encoded when it has places to cut, an ids file of any size is decoded, and
-encode -> decode gives back the bytes of a 100 MB text; only a stream with no cut in 64 MiB
-(/dev/zero) is refused."""
+encode -> decode gives back the bytes of a text past the budget; only a stream with no cut in
+64 MiB (/dev/zero) is refused."""
 
 import gzip
 import hashlib
@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CORPUS
+
 BPECLI = [sys.executable, "-m", "bpecli"]
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "kernel-docs.txt.gz"
 
 
 @pytest.fixture(scope="module")
@@ -26,13 +27,13 @@ def tok(fixtures, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory):
-    """About 100 MB of real text: the kernel docs, end to end until that size."""
+    """Real text past the 64 MiB budget: the kernel docs, end to end until 70 MB or more."""
     if not CORPUS.exists():
         pytest.skip(f"the shared corpus is not at {CORPUS}")
     text = gzip.decompress(CORPUS.read_bytes())
     path = tmp_path_factory.mktemp("big") / "big.txt"
     with open(path, "wb") as f:
-        for _ in range(-(-100_000_000 // len(text))):
+        for _ in range(-(-70_000_000 // len(text))):
             f.write(text)
     return path
 
