@@ -171,9 +171,16 @@ def test_a_signal_ends_a_run_held_in_c_code(gpt2_vocab, tmp_path, sig, status, m
     os.mkfifo(fifo)
     victim = subprocess.Popen([sys.executable, "-m", "bpecli", "encode", "-t", str(gpt2_vocab), str(fifo)],
                               stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)  # started, and blocked in the open
+    deadline = time.monotonic() + 60  # a loaded machine may take long to start it
+    while len(os.listdir(f"/proc/{victim.pid}/task")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)  # the signal thread, the command's first step, is not running yet
+    time.sleep(1.5)  # and blocked in the open
     victim.send_signal(getattr(signal, sig))
-    _, stderr = victim.communicate(timeout=TERMINATE_GRACE + 30)
+    try:
+        _, stderr = victim.communicate(timeout=TERMINATE_GRACE + 30)
+    finally:
+        victim.kill()  # a run the signal did not end must not outlive the test
+        victim.wait()
     assert victim.returncode == status and stderr.strip() == message, stderr
 
 
