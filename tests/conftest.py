@@ -127,3 +127,24 @@ def tiny_disk(tmp_path):
 def read_only_dir(tmp_path):
     """A folder on a read-only filesystem: unwritable even for root."""
     yield from _tmpfs(tmp_path / "read-only", "ro,size=64k", "a read-only tmpfs")
+
+
+class Interrupt:
+    """A progress bar that presses Ctrl-C after `after` updates (passed as its own factory)."""
+
+    def __init__(self, after):
+        self.left = after
+
+    def __call__(self, description, total, unit):
+        return self
+
+    def update(self, n):
+        self.left -= 1
+        if self.left == 0:
+            raise KeyboardInterrupt
+
+    def set_postfix_str(self, *args, **kwargs):
+        pass
+
+    def close(self):
+        pass

@@ -7,51 +7,15 @@ import subprocess
 import sys
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from bpecli.cli import app
 
 runner = CliRunner()
 
-COMMANDS = ["train", "encode", "decode", "inspect", "bench"]
-
 
 def run(*args, input=None):
     return runner.invoke(app, [str(a) for a in args], input=input)
-
-
-def click_command(name):
-    return typer.main.get_command(app).commands[name]
-
-
-def out_of_range(tmp_path, vocab):
-    text = tmp_path / "in.txt"
-    text.write_text("hello world", encoding="utf-8")
-    train = ["train", text, "--out", tmp_path / "tok"]
-    encode = ["encode", "-t", vocab, text, "--out", tmp_path / "shards"]
-    return {
-        "vocab-size below 256": [*train, "--vocab-size", 255],
-        "vocab-size past 32-bit ids": [*train, "--vocab-size", 2**31],
-        "workers 0": [*train, "--vocab-size", 300, "--workers", 0],
-        "min-frequency negative": [*train, "--vocab-size", 300, "--min-frequency", -1],
-        "shard-tokens 0": [*encode, "--shard-tokens", 0],
-        "val-fraction 1.5": [*encode, "--val-fraction", 1.5],
-        "val-fraction 0": [*encode, "--val-fraction", 0],
-        "val-fraction 1": [*encode, "--val-fraction", 1],
-        "llmc shard past int32": [*encode, "--shard-format", "llmc", "--shard-tokens", 2**31],
-        "bench repeat 0": ["bench", "-t", vocab, text, "--repeat", 0],
-        "bench workers 0": ["bench", "-t", vocab, text, "--workers", 0],
-    }
-
-CASES = ["vocab-size below 256", "vocab-size past 32-bit ids", "workers 0", "min-frequency negative", "shard-tokens 0",
-         "val-fraction 1.5", "val-fraction 0", "val-fraction 1", "llmc shard past int32", "bench repeat 0", "bench workers 0"]
-
-
-def shown(token: bytes) -> str:
-    """How the issue asks a token to show: a space as ␣, a newline and a tab as \\n and \\t, other
-    characters as they are (written out here, not taken from bpecli)."""
-    return token.decode("utf-8").replace(" ", "\u2423").replace("\n", "\\n").replace("\t", "\\t")
 
 
 @pytest.mark.system

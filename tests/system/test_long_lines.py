@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-LINE = "Hello world, it's 2026: naïve cafés -- don't   stop (x+y)/2 THE End's DONE'S  \t tabs ok "
 
 PEAK = ("import resource, subprocess, sys\n"
         "done = subprocess.run(sys.argv[1:])\n"

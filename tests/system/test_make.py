@@ -8,39 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from bpecli.inputs import parts as input_parts
 
-EOT = 50256
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-class Interrupt:
-    """A progress bar that presses Ctrl-C after `after` updates (passed as its own factory)."""
-
-    def __init__(self, after):
-        self.left = after
-
-    def __call__(self, description, total, unit):
-        return self
-
-    def update(self, n):
-        self.left -= 1
-        if self.left == 0:
-            raise KeyboardInterrupt
-
-    def set_postfix_str(self, *args, **kwargs):
-        pass
-
-    def close(self):
-        pass
-
-
-def concatenated(folder) -> np.ndarray:
-    return np.concatenate([np.load(p) for p in sorted(folder.glob("shard_*.npy"))])
 
 
 @pytest.fixture

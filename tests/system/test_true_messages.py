@@ -9,48 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from bpecli.inputs import parts as input_parts
-from bpecli.shards import write_shards
 
 BPECLI = [sys.executable, "-m", "bpecli"]
-
-JOURNAL = ".bpecli-progress.json"
-
-
-class Interrupt:
-    """A progress bar that presses Ctrl-C after `after` updates."""
-
-    def __init__(self, after):
-        self.left = after
-
-    def __call__(self, description, total, unit):
-        return self
-
-    def update(self, n):
-        self.left -= 1
-        if self.left == 0:
-            raise KeyboardInterrupt
-
-    def set_postfix_str(self, *args, **kwargs):
-        pass
-
-    def close(self):
-        pass
-
-
-@pytest.fixture
-def interrupted(gpt2, kernel_docs_sample, tmp_path, monkeypatch):
-    corpus = tmp_path / "docs.txt"
-    corpus.write_text(kernel_docs_sample[:300_000], encoding="utf-8")
-    monkeypatch.setattr(input_parts, "PART_BYTES", 1 << 14)
-
-    def write(out, **options):
-        return write_shards(gpt2, [str(corpus)], out, shard_tokens=5000, eot=50256, **options)
-
-    with pytest.raises(KeyboardInterrupt):
-        write(tmp_path / "cut", progress=Interrupt(after=8))
-    assert (tmp_path / "cut" / JOURNAL).exists()
-    return write, tmp_path / "cut"
 
 
 @pytest.mark.system

@@ -17,6 +17,8 @@ from bpecli.inputs import parts as input_parts
 from bpecli.report import shard_figures
 from bpecli.shards import encode, formats, journal as shard_journal, layout, verify, write_shards, writer
 
+from conftest import Interrupt
+
 EOT = 50256
 
 
@@ -101,27 +103,6 @@ def test_every_input_format_gives_identical_shards(gpt2, sample_file, tmp_path, 
     assert len(reference) > 3
     for name in ("docs.jsonl", "docs.jsonl.gz", "docs.jsonl.bz2", "docs.parquet", "docs.txt.zst"):
         assert body(name) == reference, name
-
-
-class Interrupt:
-    """A progress bar that presses Ctrl-C after `after` updates (passed as its own factory)."""
-
-    def __init__(self, after):
-        self.left = after
-
-    def __call__(self, description, total, unit):
-        return self
-
-    def update(self, n):
-        self.left -= 1
-        if self.left == 0:
-            raise KeyboardInterrupt
-
-    def set_postfix_str(self, *args, **kwargs):
-        pass
-
-    def close(self):
-        pass
 
 
 def test_an_interrupted_run_resumes_to_the_same_bytes(gpt2, sample_file, tmp_path, small_parts):

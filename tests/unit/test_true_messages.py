@@ -4,7 +4,6 @@ journal that changed; a pattern error names where the pattern came from only whe
 an unknown id is said one way, from ids and from a shard alike."""
 
 import json
-import sys
 
 import numpy as np
 import pytest
@@ -14,30 +13,10 @@ from bpecli.inputs import parts as input_parts
 from bpecli.pretokenize import splitter
 from bpecli.shards import write_shards
 
-BPECLI = [sys.executable, "-m", "bpecli"]
+from conftest import Interrupt
+
 
 JOURNAL = ".bpecli-progress.json"
-
-
-class Interrupt:
-    """A progress bar that presses Ctrl-C after `after` updates."""
-
-    def __init__(self, after):
-        self.left = after
-
-    def __call__(self, description, total, unit):
-        return self
-
-    def update(self, n):
-        self.left -= 1
-        if self.left == 0:
-            raise KeyboardInterrupt
-
-    def set_postfix_str(self, *args, **kwargs):
-        pass
-
-    def close(self):
-        pass
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ and examples/Makefile runs as a data-prep step with no hand step."""
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,30 +10,9 @@ import pytest
 from bpecli.inputs import parts as input_parts
 from bpecli.shards import verify, write_shards
 
+from conftest import Interrupt
+
 EOT = 50256
-
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-
-
-class Interrupt:
-    """A progress bar that presses Ctrl-C after `after` updates (passed as its own factory)."""
-
-    def __init__(self, after):
-        self.left = after
-
-    def __call__(self, description, total, unit):
-        return self
-
-    def update(self, n):
-        self.left -= 1
-        if self.left == 0:
-            raise KeyboardInterrupt
-
-    def set_postfix_str(self, *args, **kwargs):
-        pass
-
-    def close(self):
-        pass
 
 
 def concatenated(folder) -> np.ndarray:
