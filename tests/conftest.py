@@ -1,5 +1,5 @@
 """Shared fixtures: the reference files in ../shared/fixtures (skipped, with the reason, when absent);
-and every test under tests/system/ marked `system`."""
+every test under tests/system/ marked `system`; and the helpers several test files use."""
 
 import json
 from pathlib import Path
@@ -148,3 +148,18 @@ class Interrupt:
 
     def close(self):
         pass
+
+
+def hugging_face_file(trained, tmp_path, **changes):
+    """The trained folder's tokenizer.json with some of its parts changed, written into tmp_path."""
+    document = json.loads((trained[1] / "tokenizer.json").read_text(encoding="utf-8"))
+    for key, value in changes.items():
+        if key in ("dropout", "continuing_subword_prefix", "merges"):
+            document["model"][key] = value
+        elif key == "added":
+            document["added_tokens"][0].update(value)
+        else:
+            document[key] = value
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path

@@ -1,13 +1,10 @@
 """Written tokenizer files load in Hugging Face tokenizers and transformers and give bpecli's ids;
 Hugging Face's own files load in bpecli with Hugging Face's ids."""
 
-import json
-
 import pytest
 
 from bpecli import Tokenizer, train
-from conftest import SAMPLE, texts
-
+from conftest import SAMPLE, hugging_face_file, texts
 
 
 def test_hugging_face_tokenizer_json_gives_the_same_ids(trained, fixtures):
@@ -38,22 +35,8 @@ def test_hugging_face_own_byte_level_save_loads_with_its_ids(gpt2_vocab, fixture
         assert ours.encode(text, allowed_special="all") == theirs.encode(text).ids
 
 
-def _hugging_face_file(trained, tmp_path, **changes):
-    document = json.loads((trained[1] / "tokenizer.json").read_text(encoding="utf-8"))
-    for key, value in changes.items():
-        if key in ("dropout", "continuing_subword_prefix", "merges"):
-            document["model"][key] = value
-        elif key == "added":
-            document["added_tokens"][0].update(value)
-        else:
-            document[key] = value
-    path = tmp_path / "tokenizer.json"
-    path.write_text(json.dumps(document), encoding="utf-8")
-    return path
-
-
 def test_hugging_face_byte_level_post_processor_changes_no_id_and_loads(trained, tmp_path):
-    path = _hugging_face_file(trained, tmp_path, post_processor={"type": "ByteLevel", "add_prefix_space": True,
+    path = hugging_face_file(trained, tmp_path, post_processor={"type": "ByteLevel", "add_prefix_space": True,
                                                                 "trim_offsets": False, "use_regex": True})
     assert Tokenizer.load(path).encode(SAMPLE, allowed_special="all") == trained[0].encode(SAMPLE, allowed_special="all")
 

@@ -12,6 +12,8 @@ from bpecli import BpecliError, Tokenizer, train
 from bpecli.folders import LEGACY_LOCK
 from bpecli.formats import TOKENIZER_FILES
 
+from conftest import hugging_face_file
+
 
 @pytest.mark.parametrize("name", [".", "bpecli.json", "vocab.json", "tokenizer.json", "tokenizer.tiktoken"])
 def test_every_written_file_loads_back_as_the_same_tokenizer(trained, name):
@@ -95,20 +97,6 @@ def test_a_file_inside_a_trained_folder_loads_with_the_folder_settings(tmp_path,
         assert loaded.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all"), name
 
 
-def _hugging_face_file(trained, tmp_path, **changes):
-    document = json.loads((trained[1] / "tokenizer.json").read_text(encoding="utf-8"))
-    for key, value in changes.items():
-        if key in ("dropout", "continuing_subword_prefix", "merges"):
-            document["model"][key] = value
-        elif key == "added":
-            document["added_tokens"][0].update(value)
-        else:
-            document[key] = value
-    path = tmp_path / "tokenizer.json"
-    path.write_text(json.dumps(document), encoding="utf-8")
-    return path
-
-
 @pytest.mark.parametrize(
     "changes, message",
     [
@@ -129,7 +117,7 @@ def _hugging_face_file(trained, tmp_path, **changes):
 )
 def test_hugging_face_parts_bpecli_does_not_apply_are_refused_by_name(trained, tmp_path, changes, message):
     with pytest.raises(BpecliError, match=message):
-        Tokenizer.load(_hugging_face_file(trained, tmp_path, **changes))
+        Tokenizer.load(hugging_face_file(trained, tmp_path, **changes))
 
 
 def test_an_unreadable_merges_file_is_a_clear_error(tmp_path, gpt2_vocab):
@@ -406,7 +394,7 @@ def test_tiktoken_lines_ending_in_crlf_read_as_the_same_ranks(tmp_path):
     ({"post_processor": {"type": "Sequence", "processors": [None]}}, "its post_processor holds null where a step"),
 ])
 def test_odd_types_in_a_tokenizer_json_are_named(trained, tmp_path, changes, message):
-    assert re.search(message, _cli_error(_hugging_face_file(trained, tmp_path, **changes)))
+    assert re.search(message, _cli_error(hugging_face_file(trained, tmp_path, **changes)))
 
 
 @pytest.mark.parametrize("where, message", [
