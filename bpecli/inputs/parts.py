@@ -260,15 +260,17 @@ def _stream_parts(path: str, label: str, kind: str, compression: str | None, cut
     """Blocks of a compressed stream, or of stdin ("-") or a FIFO, each cut at its last cut (see
     _Cuts); a document longer than MAX_DOCUMENT_BYTES is an error, so what is held stays within the
     budget (and /dev/zero is stopped)."""
-    import pyarrow as pa
-
-    if compression is None:
+    if compression is None:  # (pyarrow, and numpy with it, only to decompress: a one-line encode needs neither)
         raw = stream = ReadOnce(path, label)
+        read_errors: tuple[type[Exception], ...] = (OSError,)
     else:
+        import pyarrow as pa
+
         raw = open_input(path, label)  # its position: the compressed bytes read so far, for progress
+        read_errors = (OSError, pa.ArrowException)
         try:
             stream = pa.CompressedInputStream(raw, compression)
-        except (OSError, pa.ArrowException) as e:
+        except read_errors as e:
             raise InputError(f"{label}: cannot read ({e})") from None
     pending = bytearray()  # what is read and not yet in a part: it starts where a document does
     offset = 0  # where pending starts in the decompressed data
@@ -284,7 +286,7 @@ def _stream_parts(path: str, label: str, kind: str, compression: str | None, cut
         while True:
             try:
                 block = stream.read(part_bytes)
-            except (OSError, pa.ArrowException) as e:
+            except read_errors as e:
                 raise InputError(f"{label}: cannot decompress ({e})") from None
             if not block:
                 if len(pending) > MAX_DOCUMENT_BYTES:

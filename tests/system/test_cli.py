@@ -265,6 +265,19 @@ def test_the_command_line_loads_numpy_only_when_it_needs_it():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 
+def test_a_one_line_encode_reads_stdin_without_numpy_or_pyarrow(gpt2_vocab):
+    """`echo ... | bpecli encode -t vocab.json` reads stdin as a stream, which needs pyarrow only to
+    decompress: importing pyarrow, and numpy with it, took about a third of a one-liner's time."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom bpecli.cli.app import main\nsys.argv = ['bpecli', 'encode', '-t', sys.argv[1]]\n"
+            "try:\n    main()\nfinally:\n    print(sorted(m for m in ('numpy', 'pyarrow') if m in sys.modules), file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(gpt2_vocab)], input="hello world",
+                          capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout.split(), done.stderr.strip()) == (0, ["31373", "995"], "[]")
+
+
 def _bpecli_process(*args, timeout=120, **kwargs):
     import subprocess
     import sys
