@@ -2,9 +2,21 @@
 every test under tests/system/ marked `system`; and the helpers several test files use."""
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# The tests' cache of loaded vocabularies (bpecli.formats.cache) is their own, for this run and the
+# processes it starts, never the user's
+CACHE_DIR = tempfile.mkdtemp(prefix="bpecli-test-cache-")
+os.environ["BPECLI_CACHE_DIR"] = CACHE_DIR
+
+
+def pytest_sessionfinish() -> None:
+    shutil.rmtree(CACHE_DIR, ignore_errors=True)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "cs336"
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "kernel-docs.txt.gz"

@@ -5,7 +5,6 @@ format into a new folder that is put in place whole, or exchanged with the old o
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
 import zlib
@@ -15,6 +14,7 @@ from pathlib import Path
 from .. import folders
 from ..errors import OutputError, TokenizerFileError, arg
 from ..vocab import Vocab
+from . import cache
 from .bpecli_json import load_bpecli, write_bpecli_json
 from .common import json_kind
 from .gpt2 import Listing, load_gpt2, write_vocab_and_merges
@@ -231,7 +231,7 @@ def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[s
         folder, name = path, None
     else:
         folder, name = path.parent, path.name
-    generation = _Reading(folder)
+    generation = cache.Recording(folder)
     with generation:
         if name is None:
             name = next((name for name in ("bpecli.json", "tokenizer.json", "vocab.json", "tokenizer.tiktoken")
@@ -240,11 +240,14 @@ def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[s
                 raise TokenizerFileError(
                     f"{path}: no tokenizer here (expected bpecli.json, tokenizer.json, vocab.json or a .tiktoken file)"
                 )
-        try:
-            vocab = _load_file(generation, name, pattern, special_tokens)
-        except (KeyError, TypeError, AttributeError, ValueError) as e:  # a shape no check below foresaw
-            raise TokenizerFileError(f"{path}: corrupt or of no known tokenizer format ({type(e).__name__}: "
-                                     f"{str(e)[:200]})") from None
+        vocab = cache.lookup(generation, name, pattern, special_tokens)
+        if vocab is None:
+            try:
+                vocab = _load_file(generation, name, pattern, special_tokens)
+            except (KeyError, TypeError, AttributeError, ValueError) as e:  # a shape no check below foresaw
+                raise TokenizerFileError(f"{path}: corrupt or of no known tokenizer format ({type(e).__name__}: "
+                                         f"{str(e)[:200]})") from None
+            cache.store(generation, name, pattern, special_tokens, vocab)
     # the digests of the files as read, so that the fingerprint is of these and never of later ones
     return replace(vocab, file_digests=tuple(generation.digests[Path(name).name] for name in vocab.files), name=given)
 
@@ -275,15 +278,3 @@ def _read_json(generation: folders.Generation, name: str) -> dict:
     return document
 
 
-class _Reading(folders.Generation):
-    """A generation of a folder that keeps the sha256 of each file read from it: the fingerprint
-    of a vocabulary is of the files as read, with no second read (see Vocab.fingerprint)."""
-
-    def __init__(self, path: Path):
-        super().__init__(path)
-        self.digests: dict[str, bytes] = {}
-
-    def read(self, name: str) -> bytes:
-        data = super().read(name)
-        self.digests[name] = hashlib.sha256(data).digest()
-        return data

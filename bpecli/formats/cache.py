@@ -1,0 +1,128 @@
+"""Vocabularies already read, kept by the sha256 of their files: a one-line encode loads its
+tokenizer in a few ms where parsing and checking 50,000 or 100,000 tokens takes about 0.1 s.
+
+An entry is found by the digest of the file asked for and the arguments of the load; it holds
+the digest of every other file the load read and what it found of every name it looked for, and
+is used only when all of them are the same now. A load is a function of those files, names and
+arguments alone, so an entry gives what reading the files again would give. The folder is
+BPECLI_CACHE_DIR, else bpecli/ in XDG_CACHE_HOME or ~/.cache; BPECLI_CACHE_DIR set to nothing
+turns it off. A cache that cannot be read or written is passed by, never an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import re
+import threading
+from pathlib import Path
+
+from .. import folders
+from ..vocab import Template, Vocab
+
+# Kept entries at most: the oldest (by when last written) go first.
+MAX_ENTRIES = 32
+# Where an entry's layout changes, this does, and older entries are never read.
+LAYOUT = 1
+_SUFFIX = ".vocab"
+_ENTRY = re.compile(r"[0-9a-f]{32}\.vocab")  # the names of entries: only these are ever removed
+
+
+class Recording(folders.Generation):
+    """A generation of a folder that keeps the sha256 of each file read from it (the fingerprint
+    of a vocabulary is of the files as read, with no second read: see Vocab.fingerprint) and
+    whether each name it looked for was there, for the cache's entries."""
+
+    def __init__(self, path: Path):
+        super().__init__(path)
+        self.digests: dict[str, bytes] = {}
+        self.looked: dict[str, bool] = {}
+
+    def read(self, name: str) -> bytes:
+        data = super().read(name)
+        self.digests[name] = hashlib.sha256(data).digest()
+        return data
+
+    def has(self, name: str) -> bool:
+        found = self.looked[name] = super().has(name)
+        return found
+
+
+def folder() -> Path | None:
+    """The cache's folder, or None where it is turned off."""
+    given = os.environ.get("BPECLI_CACHE_DIR")
+    if given is not None:
+        return Path(given) if given else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "bpecli"
+
+
+def lookup(generation: Recording, name: str, pattern: str | None, special_tokens: dict[str, int] | None) -> Vocab | None:
+    """The vocabulary an earlier load of the same files gave, or None (the files are read then)."""
+    where = folder()
+    if where is None:
+        return None
+    try:
+        generation.read(name)  # its digest is the key's
+        data, _ = folders.read_regular(where / (_key(generation, name, pattern, special_tokens) + _SUFFIX),
+                                       folders.MAX_FILE_BYTES)  # (a FIFO put there is refused, not waited on)
+        if hashlib.sha256(data[32:]).digest() != data[:32]:
+            return None
+        layout, digests, looked, fields = marshal.loads(data[32:])
+        if layout != LAYOUT or any(generation.has(other) != found for other, found in looked.items()):
+            return None
+        for other, digest in digests.items():
+            if other != name and hashlib.sha256(generation.read(other)).digest() != digest:
+                return None
+        return _vocab(fields)
+    except Exception:  # no entry, or one damaged or of another layout: the files are read instead
+        return None
+
+
+def store(generation: Recording, name: str, pattern: str | None, special_tokens: dict[str, int] | None,
+          vocab: Vocab) -> None:
+    """Keep what a load of these files gave, for the next load of the same files."""
+    where = folder()
+    if where is None:
+        return
+    try:
+        entry = marshal.dumps((LAYOUT, dict(generation.digests), dict(generation.looked), _fields(vocab)))
+        where.mkdir(parents=True, exist_ok=True)
+        path = where / (_key(generation, name, pattern, special_tokens) + _SUFFIX)
+        # a name of this process and thread's own, renamed into place: entries are whole or absent
+        temporary = where / f".{path.stem}.{os.getpid()}.{threading.get_ident()}.partial"
+        try:
+            folders.write_file(hashlib.sha256(entry).digest() + entry, temporary)
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
+        kept = sorted((p for p in where.glob("*" + _SUFFIX) if _ENTRY.fullmatch(p.name)), key=lambda p: p.stat().st_mtime_ns)
+        for old in kept[:-MAX_ENTRIES]:
+            old.unlink(missing_ok=True)
+    except (OSError, ValueError):  # a cache that cannot be written: the next load reads the files
+        pass
+
+
+def _key(generation: Recording, name: str, pattern: str | None, special_tokens: dict[str, int] | None) -> str:
+    """The file asked for, its content and the load's arguments, with bpecli's version."""
+    from .. import __version__
+
+    asked = (__version__, LAYOUT, name, generation.digests[name], pattern,
+             None if special_tokens is None else sorted(special_tokens.items()))
+    return hashlib.sha256(marshal.dumps(asked)).hexdigest()[:32]
+
+
+def _fields(vocab: Vocab) -> tuple:
+    template = None if vocab.template is None else (vocab.template.single, vocab.template.pair)
+    return (vocab.ranks, vocab.special_tokens, vocab.pattern, vocab.normalize, vocab.add_prefix_space, template,
+            vocab.strips, vocab.trained_merges, vocab.files)
+
+
+def _vocab(fields: tuple) -> Vocab:
+    ranks, specials, pattern, normalize, add_prefix_space, template, strips, trained_merges, files = fields
+    if not (isinstance(ranks, dict) and isinstance(specials, dict) and isinstance(pattern, str)):
+        raise ValueError("not an entry")
+    return Vocab(ranks, specials, pattern, normalize=normalize, add_prefix_space=add_prefix_space,
+                 template=None if template is None else Template(*template), strips=strips,
+                 trained_merges=trained_merges, files=files)
