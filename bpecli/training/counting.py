@@ -60,7 +60,7 @@ class PieceCounts:
 
     def long_pieces(self) -> list[bytes]:
         starts = np.concatenate(([0], self.long_ends[:-1])).tolist()
-        return [self.long_bytes[a:b] for a, b in zip(starts, self.long_ends.tolist())]
+        return list(map(self.long_bytes.__getitem__, map(slice, starts, self.long_ends.tolist())))
 
     def to_dict(self) -> dict[bytes, int]:
         """{piece: count}: for tests and small corpora (a Python object per piece)."""
@@ -138,20 +138,31 @@ class Total:
     def __init__(self):
         self.numbered = Numbered()
         self.counts = np.zeros(1 << 16, dtype=np.int64)
-        self.long_counts: dict[bytes, int] = {}  # long pieces are few: a dict adds them
+        # long pieces (few) by their bytes: each new one takes the number of its place among all
+        # long pieces added, by C loops (map over dict.setdefault), never a Python step per piece
+        self.long_numbers: dict[bytes, int] = {}
+        self.long_added: list[tuple[np.ndarray, np.ndarray]] = []  # (numbers, counts) of each part
+        self.long_seen = 0
 
     def add(self, counts: PieceCounts) -> None:
         if len(counts.counts):
             numbers = self.numbered.numbers(counts.low, counts.high, piece_hash(counts.low, counts.high))
             self.counts = with_room(self.counts, self.numbered.size)
             self.counts[numbers] += counts.counts  # a piece appears once in counts: no number twice
-        for piece, n in zip(counts.long_pieces(), counts.long_counts.tolist()):
-            self.long_counts[piece] = self.long_counts.get(piece, 0) + n
+        if len(counts.long_counts):
+            n = len(counts.long_counts)
+            found = map(self.long_numbers.setdefault, counts.long_pieces(), range(self.long_seen, self.long_seen + n))
+            self.long_added.append((np.fromiter(found, dtype=np.int64, count=n), counts.long_counts))
+            self.long_seen += n
 
     def result(self) -> PieceCounts:
         size = self.numbered.size
+        by_number = np.zeros(self.long_seen, dtype=np.int64)
+        for numbers, counts in self.long_added:
+            by_number[numbers] += counts  # a part holds each piece once: no number twice
+        long_counts = by_number[np.fromiter(self.long_numbers.values(), dtype=np.int64, count=len(self.long_numbers))]
         return PieceCounts(self.numbered.low[:size], self.numbered.high[:size], self.counts[:size],
-                           *_long(list(self.long_counts), list(self.long_counts.values())))
+                           *_long(list(self.long_numbers), long_counts))
 
 
 # ---- counting parts in workers ----------------------------------------------------------------
