@@ -3,6 +3,7 @@ piece, every other step an array operation."""
 
 from __future__ import annotations
 
+from functools import cached_property
 from itertools import chain
 
 import numpy as np
@@ -25,16 +26,19 @@ COUNT_BITS = 4
 
 class Learned:
     """What one thread has encoded so far: short pieces in a PieceTable whose values point into
-    one growing array of ids; long pieces in a dict, by their bytes. The array starts with the
-    ids of every piece of one or two bytes, two slots each by code (VocabTables.small_piece_ids)."""
+    one growing array of ids; long pieces in a dict, by their bytes. It starts from a seed (see
+    BulkEncoder.seed): the ids of every piece of one or two bytes, two slots each by code
+    (VocabTables.small_piece_ids), then of every token of up to 15 bytes, which its table holds
+    from the start (a piece that is a token is that token, and most pieces are one)."""
 
     LIMIT = 1 << 21  # short pieces kept before starting afresh (memory stays bounded)
 
-    def __init__(self, seed=None):
-        self.table = PieceTable()
-        self.seeded = 0 if seed is None else len(seed)
+    def __init__(self, seed_ids=None, seed_table: PieceTable | None = None):
+        self.seed_table = seed_table
+        self.table = PieceTable() if seed_table is None else seed_table.copy()
+        self.seeded = 0 if seed_ids is None else len(seed_ids)
         self.ids = np.empty(max(1 << 16, 2 * self.seeded), dtype=np.int64)
-        self.ids[: self.seeded] = seed if seed is not None else []
+        self.ids[: self.seeded] = seed_ids if seed_ids is not None else []
         self.used = self.seeded
         self.long_pieces: dict[bytes, tuple[int, ...]] = {}
 
@@ -42,7 +46,8 @@ class Learned:
         """(where the ids of each packed piece start in self.ids, how many it has); BPE for the
         distinct pieces the table lacks, which it keeps."""
         if self.table.count > self.LIMIT:  # start afresh (the seed stays): memory stays bounded
-            self.table, self.used = PieceTable(), self.seeded
+            self.table = PieceTable() if self.seed_table is None else self.seed_table.copy()
+            self.used = self.seeded
 
         def bpe(new):
             ids, counts = bpe_packed(tables, low[new], high[new])
@@ -79,14 +84,26 @@ class BulkEncoder:
     def prepare(self) -> None:
         """Build the tables encoding reads now, e.g. before forking workers that then share them."""
         self.tables.pair_table, self.tables.inner_byte_pairs, self.tables.edge_tokens, self.tables.byte_ids
-        self.tables.small_piece_ids
+        self.seed
+
+    @cached_property
+    def seed(self) -> tuple[np.ndarray, PieceTable]:
+        """(ids, table) each thread's Learned starts from: after the ids of the pieces of one or
+        two bytes (small_piece_ids), the id of every token of up to 15 bytes, in a copy of the
+        table of those tokens whose values point at them."""
+        small_ids, _ = self.tables.small_piece_ids
+        tokens = self.tables.short_tokens
+        slots = np.flatnonzero(tokens.high)
+        value = np.zeros_like(tokens.value)
+        value[slots] = (len(small_ids) + np.arange(len(slots))) << COUNT_BITS | 1
+        return np.concatenate([small_ids, tokens.value[slots]]), PieceTable.of_arrays(tokens.low, tokens.high, value)
 
     def clear_cache(self) -> None:
         """Forget every piece encoded so far, in every thread."""
         self._learned.reset()
 
     def _new_learned(self) -> Learned:
-        return Learned(self.tables.small_piece_ids[0])
+        return Learned(*self.seed)
 
     @property
     def learned(self) -> Learned:

@@ -137,6 +137,52 @@ class VocabTables:
         return PairTable(np.concatenate(keys), np.concatenate(found), base)
 
 
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The tables bulk encoding reads (those BulkEncoder.prepare builds), as named arrays a
+        cache can keep: adopt() takes them back for the same ranks."""
+        pairs, short = self.pair_table, self.short_tokens
+        small_ids, small_counts = self.small_piece_ids
+        two_byte, runs = self.edge_tokens
+        return {"pair_keys": pairs.keys, "pair_ranks": pairs.ranks, "pair_sorted_keys": pairs.sorted_keys,
+                "pair_sorted_ranks": pairs.sorted_ranks, "short_low": short.low, "short_high": short.high,
+                "short_value": short.value, "small_ids": small_ids, "small_counts": small_counts,
+                "inner_byte_pairs": self.inner_byte_pairs, "two_byte_tokens": two_byte, "three_byte_runs": runs,
+                "byte_ids": self.byte_ids}
+
+    def adopt(self, arrays: dict[str, np.ndarray]) -> None:
+        """Take the tables arrays() gave for these ranks, instead of building them; a ValueError
+        (nothing taken) where they are not of the shapes and types it gives."""
+        expected = {"pair_keys": np.int64, "pair_ranks": np.int32, "pair_sorted_keys": np.int64,
+                    "pair_sorted_ranks": np.int32, "short_low": np.uint64, "short_high": np.uint64,
+                    "short_value": np.int64, "small_ids": np.int64, "small_counts": np.int64,
+                    "inner_byte_pairs": np.bool_, "two_byte_tokens": np.bool_, "three_byte_runs": np.uint8,
+                    "byte_ids": np.int64}
+        if set(arrays) != set(expected) or any(arrays[k].dtype != t or arrays[k].ndim != 1 for k, t in expected.items()):
+            raise ValueError("not the arrays of VocabTables.arrays()")
+        sizes = {k: len(a) for k, a in arrays.items()}
+        if not (sizes["pair_keys"] == sizes["pair_ranks"] and sizes["pair_sorted_keys"] == sizes["pair_sorted_ranks"]
+                and sizes["short_low"] == sizes["short_high"] == sizes["short_value"]
+                and sizes["small_ids"] == 2 * sizes["small_counts"] == 2 * SMALL_CODES
+                and sizes["inner_byte_pairs"] == sizes["two_byte_tokens"] == 1 << 16
+                and sizes["three_byte_runs"] == 1 << 21 and sizes["byte_ids"] == 256
+                and all(_power_of_two(sizes[k]) for k in ("pair_keys", "short_low"))):
+            raise ValueError("not the arrays of VocabTables.arrays()")
+        base = max(self.ranks.values()) + 1
+        self.__dict__.update(
+            pair_table=PairTable.of_arrays(arrays["pair_keys"], arrays["pair_ranks"], arrays["pair_sorted_keys"],
+                                           arrays["pair_sorted_ranks"], base),
+            short_tokens=PieceTable.of_arrays(arrays["short_low"], arrays["short_high"], arrays["short_value"]),
+            small_piece_ids=(arrays["small_ids"], arrays["small_counts"]),
+            inner_byte_pairs=arrays["inner_byte_pairs"],
+            edge_tokens=(arrays["two_byte_tokens"], arrays["three_byte_runs"]),
+            byte_ids=arrays["byte_ids"],
+        )
+
+
+def _power_of_two(n: int) -> bool:
+    return n >= 16 and n & (n - 1) == 0
+
+
 def packed_bits(values, size: int):
     """Flags 0 to size - 1 (a multiple of 8), those in values set, packed 8 to a byte, low bit
     first: an eighth of the memory of numpy's bools, for flags over every three bytes."""
@@ -176,6 +222,14 @@ class PairTable:
         self.sorted_keys = np.append(keys[order], np.iinfo(np.int64).max)
         self.sorted_ranks = np.append(np.asarray(values, dtype=np.int32)[order], NO_RANK)
 
+    @classmethod
+    def of_arrays(cls, keys, ranks, sorted_keys, sorted_ranks, base: int) -> PairTable:
+        """The table whose arrays (keys, ranks by slot; sorted_keys, sorted_ranks) were kept."""
+        table = cls.__new__(cls)
+        table.base, table.shift = base, np.uint64(64 - (len(keys).bit_length() - 1))
+        table.keys, table.ranks, table.sorted_keys, table.sorted_ranks = keys, ranks, sorted_keys, sorted_ranks
+        return table
+
     def _slots(self, keys):
         return ((np.asarray(keys, dtype=np.int64).view(np.uint64) * GOLDEN) >> self.shift).view(np.int64)
 
@@ -210,6 +264,20 @@ class PieceTable:
         self.high = np.zeros(size, dtype=np.uint64)  # 0: an empty slot (a piece's high holds its length)
         self.value = np.zeros(size, dtype=np.int64)
         self.count = 0
+
+    @classmethod
+    def of_arrays(cls, low, high, value) -> PieceTable:
+        """The table whose slots (low, high, value: a power of two of each) were kept."""
+        table = cls.__new__(cls)
+        bits = len(low).bit_length() - 1
+        table.shift, table.mask = np.uint64(64 - bits), len(low) - 1
+        table.low, table.high, table.value = low, high, value
+        table.count = int(np.count_nonzero(high))
+        return table
+
+    def copy(self) -> PieceTable:
+        """A table of the same pieces and values that can grow apart from this one."""
+        return PieceTable.of_arrays(self.low.copy(), self.high.copy(), self.value.copy())
 
     @classmethod
     def of(cls, low, high, values) -> PieceTable:

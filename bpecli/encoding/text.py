@@ -49,6 +49,7 @@ class TextEncoder:
         self.vocab = vocab
         self._caches: PerThread[dict[str, tuple[int, ...]]] = PerThread(dict)
         self._special_finders: dict[frozenset[str], regex.Pattern] = {}
+        self._tables_kept = False  # the bulk tables came from the cache, or went into it
 
     @cached_property
     def _normalized(self):
@@ -70,9 +71,20 @@ class TextEncoder:
 
     @cached_property
     def tables(self) -> VocabTables:
+        """The bulk encoder's tables: those kept in the cache for this vocabulary, if any (see
+        formats.cache), else built as they are first used."""
         from ..bulk import VocabTables
+        from ..formats import cache
 
-        return VocabTables(self.vocab.ranks)
+        tables = VocabTables(self.vocab.ranks)
+        kept = cache.load_tables(self.vocab)
+        if kept is not None:
+            try:
+                tables.adopt(kept)
+                self._tables_kept = True
+            except ValueError:  # not what this bpecli keeps: built as they are used
+                pass
+        return tables
 
     @cached_property
     def bulk(self) -> BulkEncoder | None:
@@ -268,9 +280,15 @@ class TextEncoder:
             self.bulk.clear_cache()
 
     def prepare_bulk(self) -> None:
-        """Build the tables bulk encoding uses now, e.g. before forking workers that then share them."""
+        """Build the tables bulk encoding uses now, e.g. before forking workers that then share
+        them, and keep them in the cache for the next run (see formats.cache)."""
         if self.bulk is not None:
             self.bulk.prepare()
+            if not self._tables_kept:
+                from ..formats import cache
+
+                cache.store_tables(self.vocab, self.tables.arrays())
+                self._tables_kept = True
 
 
 # What Hugging Face's lstrip and rstrip take: Unicode's White_Space (Rust's char::is_whitespace),

@@ -1,5 +1,7 @@
 """Vocabularies already read, kept by the sha256 of their files: a one-line encode loads its
-tokenizer in a few ms where parsing and checking 50,000 or 100,000 tokens takes about 0.1 s.
+tokenizer in a few ms where parsing and checking 50,000 or 100,000 tokens takes about 0.1 s; and
+the tables the bulk encoder builds from one (0.1-0.3 s before any worker starts), kept by its
+fingerprint.
 
 An entry is found by the digest of the file asked for and the arguments of the load; it holds
 the digest of every other file the load read and what it found of every name it looked for, and
@@ -11,22 +13,24 @@ turns it off. A cache that cannot be read or written is passed by, never an erro
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import marshal
 import os
 import re
+import sys
 import threading
 from pathlib import Path
 
 from .. import folders
 from ..vocab import Template, Vocab
 
-# Kept entries at most: the oldest (by when last written) go first.
+# Kept entries of each kind at most: the oldest (by when last written) go first.
 MAX_ENTRIES = 32
 # Where an entry's layout changes, this does, and older entries are never read.
 LAYOUT = 1
-_SUFFIX = ".vocab"
-_ENTRY = re.compile(r"[0-9a-f]{32}\.vocab")  # the names of entries: only these are ever removed
+_SUFFIX, _TABLES = ".vocab", ".tables"  # a vocabulary; the bulk encoder's tables for one
+_ENTRY = re.compile(r"[0-9a-f]{32}\.(vocab|tables)")  # the names of entries: only these are ever removed
 
 
 class Recording(folders.Generation):
@@ -88,29 +92,90 @@ def store(generation: Recording, name: str, pattern: str | None, special_tokens:
         return
     try:
         entry = marshal.dumps((LAYOUT, dict(generation.digests), dict(generation.looked), _fields(vocab)))
-        where.mkdir(parents=True, exist_ok=True)
-        path = where / (_key(generation, name, pattern, special_tokens) + _SUFFIX)
-        # a name of this process and thread's own, renamed into place: entries are whole or absent
-        temporary = where / f".{path.stem}.{os.getpid()}.{threading.get_ident()}.partial"
-        try:
-            folders.write_file(hashlib.sha256(entry).digest() + entry, temporary)
-            os.replace(temporary, path)
-        finally:
-            temporary.unlink(missing_ok=True)
-        kept = sorted((p for p in where.glob("*" + _SUFFIX) if _ENTRY.fullmatch(p.name)), key=lambda p: p.stat().st_mtime_ns)
-        for old in kept[:-MAX_ENTRIES]:
-            old.unlink(missing_ok=True)
+        _write(where / (_key(generation, name, pattern, special_tokens) + _SUFFIX), hashlib.sha256(entry).digest() + entry)
     except (OSError, ValueError):  # a cache that cannot be written: the next load reads the files
         pass
 
 
-def _key(generation: Recording, name: str, pattern: str | None, special_tokens: dict[str, int] | None) -> str:
-    """The file asked for, its content and the load's arguments, with bpecli's version."""
-    from .. import __version__
+def load_tables(vocab: Vocab) -> dict | None:
+    """The bulk encoder's tables (bulk.VocabTables.arrays) kept for this vocabulary, or None."""
+    path = _tables_path(vocab)
+    if path is None:
+        return None
+    try:
+        import io
 
-    asked = (__version__, LAYOUT, name, generation.digests[name], pattern,
+        import numpy as np
+
+        data, _ = folders.read_regular(path, folders.MAX_FILE_BYTES)
+        with np.load(io.BytesIO(data), allow_pickle=False) as kept:  # (each array's CRC is checked as it is read)
+            return {name: kept[name] for name in kept.files}
+    except Exception:  # none kept, or damaged: the tables are built instead
+        return None
+
+
+def store_tables(vocab: Vocab, arrays: dict) -> None:
+    """Keep the bulk encoder's tables for this vocabulary, for the next run that encodes with it."""
+    path = _tables_path(vocab)
+    if path is None:
+        return
+    try:
+        import io
+
+        import numpy as np
+
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        _write(path, buffer.getvalue())
+    except (OSError, ValueError):
+        pass
+
+
+def _tables_path(vocab: Vocab) -> Path | None:
+    """Where the tables of a vocabulary read from files are kept (its fingerprint is of those
+    files, its pattern and special tokens, which make its ranks); None for one made in memory."""
+    where = folder()
+    if where is None or not vocab.file_digests:
+        return None
+    key = hashlib.sha256(marshal.dumps((_code(), LAYOUT, "tables", vocab.fingerprint))).hexdigest()[:32]
+    return where / (key + _TABLES)
+
+
+def _write(path: Path, data: bytes) -> None:
+    """data under path, whole or not at all, through a name of this process and thread's own; the
+    oldest entries of its kind go past MAX_ENTRIES."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.partial")
+    try:
+        folders.write_file(data, temporary)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    suffix = path.suffix
+    kept = sorted((p for p in path.parent.glob("*" + suffix) if _ENTRY.fullmatch(p.name)), key=lambda p: p.stat().st_mtime_ns)
+    for old in kept[:-MAX_ENTRIES]:
+        old.unlink(missing_ok=True)
+
+
+def _key(generation: Recording, name: str, pattern: str | None, special_tokens: dict[str, int] | None) -> str:
+    """The file asked for, its content and the load's arguments, with the code that reads them."""
+    asked = (_code(), LAYOUT, name, generation.digests[name], pattern,
              None if special_tokens is None else sorted(special_tokens.items()))
     return hashlib.sha256(marshal.dumps(asked)).hexdigest()[:32]
+
+
+@functools.cache
+def _code() -> tuple:
+    """bpecli's version, and the size and time of each module that reads tokenizer files or builds
+    their tables: an entry made by other code (an upgrade, an edit of a checkout) is never used."""
+    package = Path(__file__).resolve().parents[1]
+    modules = sorted([*package.glob("formats/*.py"), package / "vocab.py", *package.glob("bulk/*.py")])
+    return (sys.modules["bpecli"].__version__, *((str(m), *_identity(m)) for m in modules))
+
+
+def _identity(module: Path) -> tuple[int, int]:
+    found = module.stat()
+    return found.st_size, found.st_mtime_ns
 
 
 def _fields(vocab: Vocab) -> tuple:

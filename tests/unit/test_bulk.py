@@ -71,8 +71,23 @@ def test_clear_cache_makes_the_next_encode_cold(gpt2):
     first = tok.encode_documents(texts)[0].tolist()
     assert tok._text.bulk.learned.table.count > 0 and tok._text.bulk.learned.long_pieces
     tok.clear_cache()
-    assert tok._text.bulk.learned.table.count == 0 and not tok._text.bulk.learned.long_pieces
+    seeded = tok._text.bulk.seed[1].count  # the tokens of up to 15 bytes, there from the start
+    assert tok._text.bulk.learned.table.count == seeded and not tok._text.bulk.learned.long_pieces
     assert tok.encode_documents(texts)[0].tolist() == first
+
+
+def test_pieces_that_are_tokens_need_no_bpe_from_the_first_encode(gpt2, monkeypatch):
+    """Each thread's table of pieces starts with the vocabulary's tokens of up to 15 bytes: a text
+    of whole-token pieces is encoded without BPE, cold."""
+    from bpecli.bulk import engine
+
+    tok = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
+    text = " hello world, the internationalization of tokenizers" * 3
+    expected = gpt2.encode(text)
+    monkeypatch.setattr(engine, "bpe_packed", lambda *args: pytest.fail("BPE of a piece that is a token"))
+    assert tok.encode_documents([" hello world, the international"])[0].tolist() == gpt2.encode(" hello world, the international")
+    monkeypatch.undo()
+    assert tok.encode_documents([text])[0].tolist() == expected
 
 
 def _tokens_across_characters(tok) -> list[str]:

@@ -145,3 +145,56 @@ def test_a_fifo_in_place_of_an_entry_is_passed_by_without_waiting(gpt2_folder, c
     entry.unlink()
     os.mkfifo(entry)
     assert fields_of(load(gpt2_folder / "gpt2_vocab.json")) == fields_of(first)
+
+
+def _encode_all(tokenizer, texts):
+    ids, ends = tokenizer.encode_documents(texts, dtype="int64")
+    return ids.tolist(), ends.tolist()
+
+
+TEXTS = ["hello world, it's 12345 times\n\n  ok", "字字 ünïcödé " * 40, "x" * 5000, "HTMLParser.parse(a_b)"]
+
+
+def test_the_bulk_tables_are_kept_and_give_the_same_ids(gpt2_folder, cache_dir, kernel_docs_sample, monkeypatch):
+    from bpecli.bulk import tables
+
+    texts = TEXTS + [kernel_docs_sample[:200_000]]
+    first = bpecli.Tokenizer.load(gpt2_folder / "gpt2_vocab.json")
+    first.prepare_bulk()
+    assert len(list(cache_dir.glob("*.tables"))) == 1
+    expected = _encode_all(first, texts)
+
+    def build(*args):
+        raise AssertionError("a table was built")
+
+    again = bpecli.Tokenizer.load(gpt2_folder / "gpt2_vocab.json")
+    with monkeypatch.context() as building:
+        building.setattr(tables.PairTable, "__init__", build)
+        building.setattr(tables.PieceTable, "_place", build)
+        again.prepare_bulk()
+    assert _encode_all(again, texts) == expected
+
+
+@pytest.mark.parametrize("damage", ["truncated", "other arrays", "a byte changed"])
+def test_damaged_bulk_tables_are_built_again(gpt2_folder, cache_dir, damage):
+    import io
+
+    import numpy as np
+
+    first = bpecli.Tokenizer.load(gpt2_folder / "gpt2_vocab.json")
+    first.prepare_bulk()
+    expected = _encode_all(first, TEXTS)
+    (kept,) = cache_dir.glob("*.tables")
+    data = kept.read_bytes()
+    if damage == "truncated":
+        kept.write_bytes(data[: len(data) // 2])
+    elif damage == "other arrays":
+        buffer = io.BytesIO()
+        np.savez(buffer, pair_keys=np.zeros(3, dtype=np.int64))
+        kept.write_bytes(buffer.getvalue())
+    else:  # inside an array: the zip member's CRC no longer matches
+        kept.write_bytes(data[: len(data) // 2] + bytes([data[len(data) // 2] ^ 1]) + data[len(data) // 2 + 1 :])
+    again = bpecli.Tokenizer.load(gpt2_folder / "gpt2_vocab.json")
+    assert _encode_all(again, TEXTS) == expected
+    again.prepare_bulk()
+    assert kept.read_bytes() == data  # built and kept again
