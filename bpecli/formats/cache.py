@@ -25,8 +25,9 @@ from pathlib import Path
 from .. import folders
 from ..vocab import Template, Vocab
 
-# Kept entries of each kind at most: the oldest (by when last written) go first.
-MAX_ENTRIES = 32
+# Entries kept of each kind at most (a vocabulary's are 1-3 MB, its tables' 15-60 MB): the oldest
+# (by when last written) go first.
+MAX_ENTRIES = {".vocab": 32, ".tables": 8}
 # Where an entry's layout changes, this does, and older entries are never read.
 LAYOUT = 1
 _SUFFIX, _TABLES = ".vocab", ".tables"  # a vocabulary; the bulk encoder's tables for one
@@ -77,7 +78,9 @@ def lookup(generation: Recording, name: str, pattern: str | None, special_tokens
         if layout != LAYOUT or any(generation.has(other) != found for other, found in looked.items()):
             return None
         for other, digest in digests.items():
-            if other != name and hashlib.sha256(generation.read(other)).digest() != digest:
+            if other != name:
+                generation.read(other)
+            if generation.digests[other] != digest:
                 return None
         return _vocab(fields)
     except Exception:  # no entry, or one damaged or of another layout: the files are read instead
@@ -143,7 +146,7 @@ def _tables_path(vocab: Vocab) -> Path | None:
 
 def _write(path: Path, data: bytes) -> None:
     """data under path, whole or not at all, through a name of this process and thread's own; the
-    oldest entries of its kind go past MAX_ENTRIES."""
+    oldest entries of its kind go past MAX_ENTRIES of them."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.partial")
     try:
@@ -153,7 +156,7 @@ def _write(path: Path, data: bytes) -> None:
         temporary.unlink(missing_ok=True)
     suffix = path.suffix
     kept = sorted((p for p in path.parent.glob("*" + suffix) if _ENTRY.fullmatch(p.name)), key=lambda p: p.stat().st_mtime_ns)
-    for old in kept[:-MAX_ENTRIES]:
+    for old in kept[: -MAX_ENTRIES[suffix]]:
         old.unlink(missing_ok=True)
 
 

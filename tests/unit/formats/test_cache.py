@@ -112,7 +112,7 @@ def test_an_unwritable_cache_is_no_error(gpt2_folder, tmp_path, monkeypatch):
 
 
 def test_the_oldest_entries_go_and_other_files_stay(gpt2_folder, cache_dir, monkeypatch):
-    monkeypatch.setattr(cache, "MAX_ENTRIES", 2)
+    monkeypatch.setattr(cache, "MAX_ENTRIES", {".vocab": 2, ".tables": 2})
     cache_dir.mkdir()
     (cache_dir / "notes.txt").write_text("someone else's")
     (cache_dir / "mine.vocab").write_text("someone else's")
