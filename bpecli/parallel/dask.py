@@ -49,7 +49,8 @@ def connect(scheduler: str) -> Any:
         raise BpecliError(f"{arg('scheduler')} needs Dask: pip install 'bpecli[dask]' (dask[distributed])")
     with _connecting:
         if scheduler not in _clients:
-            if os.path.isfile(scheduler) or _written_soon(scheduler):
+            # (anything at that path is read at once: a FIFO or a folder is named as such, not waited for)
+            if os.path.lexists(scheduler) or _written_soon(scheduler):
                 address = _address_in(scheduler)
             elif _ADDRESS.fullmatch(scheduler):
                 address = scheduler
@@ -73,9 +74,10 @@ def _connect_seconds() -> float:
 
 
 def _file_to_come(scheduler: str) -> bool:
-    """A scheduler file not written yet: a .json name in a folder that exists (a scheduler started
-    in the background a moment before, as in a Makefile or a CI script)."""
-    return scheduler.endswith(".json") and os.path.isdir(os.path.dirname(os.path.abspath(scheduler)))
+    """A scheduler file not written yet: a .json name of nothing yet, in a folder that exists (a
+    scheduler started in the background a moment before, as in a Makefile or a CI script)."""
+    return (scheduler.endswith(".json") and not os.path.lexists(scheduler)
+            and os.path.isdir(os.path.dirname(os.path.abspath(scheduler))))
 
 
 def _written_soon(scheduler: str) -> bool:

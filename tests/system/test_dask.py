@@ -210,6 +210,25 @@ def test_a_scheduler_file_of_the_wrong_shape_is_one_line_at_once(corpus, tmp_pat
     assert not (tmp_path / "tok").exists()
 
 
+@pytest.mark.parametrize("kind", ["fifo", "folder", "dangling link"])
+def test_a_scheduler_file_that_is_no_regular_file_is_one_line_at_once(corpus, tmp_path, kind):
+    """Only a .json name of nothing yet is waited for (a scheduler about to write it)."""
+    scheduler = tmp_path / "scheduler.json"
+    if kind == "fifo":
+        os.mkfifo(scheduler)
+    elif kind == "folder":
+        scheduler.mkdir()
+    else:
+        scheduler.symlink_to(tmp_path / "nothing")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "bpecli", "train", str(corpus), "--vocab-size", "300",
+                           "--out", str(tmp_path / "tok"), "--scheduler", str(scheduler)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"bpecli: error: --scheduler {scheduler}: ") and done.stderr.count("\n") == 1
+    assert time.monotonic() - started < 20  # the connect timeout is 30 s
+
+
 def _server(answer: bytes):
     """A TCP server on 127.0.0.1 that accepts every connection and sends answer (nothing: silent)."""
     import socket
