@@ -146,11 +146,12 @@ def _tables_path(vocab: Vocab) -> Path | None:
 
 def _write(path: Path, data: bytes) -> None:
     """data under path, whole or not at all, through a name of this process and thread's own; the
-    oldest entries of its kind go past MAX_ENTRIES of them."""
+    oldest entries of its kind go past MAX_ENTRIES of them. Not flushed to disk: an entry lost or
+    cut short by a crash fails its checksum and is made again."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.partial")
     try:
-        folders.write_file(data, temporary)
+        temporary.write_bytes(data)
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
