@@ -115,6 +115,10 @@ def _search(data, pattern: re.Pattern, start: int) -> int:
     return match.start() if match else -1
 
 
+# Where a safe cut (SAFE_CUT) may be: right after a newline, before an ASCII letter or digit.
+_LINE_STARTS = re.compile(rb"\n[A-Za-z0-9]")
+
+
 class _Cuts:
     """Where an input may be cut into parts: before a separator in text, and in training also at a
     safe cut (a regex that matches just after a newline, where a piece surely starts: SAFE_CUT).
@@ -155,12 +159,13 @@ class _Cuts:
         found = [at + self.after for at in (data.find(c, start + 1, end) for c in self.literals) if at >= 0]
         best = min(found, default=end)
         if self.safe is not None:
-            at = start
-            while (at := data.find(b"\n", at, best - 1)) >= 0:
-                if self.safe.match(data, at + 1):
-                    best = at + 1
+            # a newline then a letter or digit, found by the regex engine's search for the newline
+            # (in source code most lines start with spaces: one find per newline took 0.27 s to
+            # cut 1.5 GB into parts, before any worker started), then checked
+            for candidate in _LINE_STARTS.finditer(data, start, max(start, best)):
+                if self.safe.match(data, candidate.start() + 1):
+                    best = candidate.start() + 1
                     break
-                at += 1
         return best if best < end else -1
 
     def boundaries(self, data, n_parts: int) -> list[int]:
