@@ -33,12 +33,12 @@ class Learned:
 
     LIMIT = 1 << 21  # short pieces kept before starting afresh (memory stays bounded)
 
-    def __init__(self, seed_ids=None, seed_table: PieceTable | None = None):
+    def __init__(self, seed_ids, seed_table: PieceTable):
         self.seed_table = seed_table
-        self.table = PieceTable() if seed_table is None else seed_table.copy()
-        self.seeded = 0 if seed_ids is None else len(seed_ids)
+        self.table = seed_table.copy()
+        self.seeded = len(seed_ids)
         self.ids = np.empty(max(1 << 16, 2 * self.seeded), dtype=np.int64)
-        self.ids[: self.seeded] = seed_ids if seed_ids is not None else []
+        self.ids[: self.seeded] = seed_ids
         self.used = self.seeded
         self.long_pieces: dict[bytes, tuple[int, ...]] = {}
 
@@ -46,8 +46,7 @@ class Learned:
         """(where the ids of each packed piece start in self.ids, how many it has); BPE for the
         distinct pieces the table lacks, which it keeps."""
         if self.table.count > self.LIMIT:  # start afresh (the seed stays): memory stays bounded
-            self.table = PieceTable() if self.seed_table is None else self.seed_table.copy()
-            self.used = self.seeded
+            self.table, self.used = self.seed_table.copy(), self.seeded
 
         def bpe(new):
             ids, counts = bpe_packed(tables, low[new], high[new])

@@ -37,17 +37,20 @@ _ENTRY = re.compile(r"[0-9a-f]{32}\.(vocab|tables)")  # the names of entries: on
 class Recording(folders.Generation):
     """A generation of a folder that keeps the sha256 of each file read from it (the fingerprint
     of a vocabulary is of the files as read, with no second read: see Vocab.fingerprint) and
-    whether each name it looked for was there, for the cache's entries."""
+    whether each name it looked for was there, for the cache's entries. Each file is read and
+    hashed once: a lookup that finds no entry leaves its reads to the load that follows."""
 
     def __init__(self, path: Path):
         super().__init__(path)
         self.digests: dict[str, bytes] = {}
         self.looked: dict[str, bool] = {}
+        self._read: dict[str, bytes] = {}
 
     def read(self, name: str) -> bytes:
-        data = super().read(name)
-        self.digests[name] = hashlib.sha256(data).digest()
-        return data
+        if name not in self._read:
+            data = self._read[name] = super().read(name)
+            self.digests[name] = hashlib.sha256(data).digest()
+        return self._read[name]
 
     def has(self, name: str) -> bool:
         found = self.looked[name] = super().has(name)
