@@ -130,6 +130,13 @@ def _tmpfs(folder: Path, options: str, what: str):
 
 
 @pytest.fixture
+def mounted_tok(tmp_path):
+    """A 4 MiB tmpfs mounted on tmp_path/tok: a folder that cannot be renamed, as a container's
+    volume, so a tokenizer's files are replaced in it one by one."""
+    yield from _tmpfs(tmp_path / "tok", "size=4m", "a tmpfs")
+
+
+@pytest.fixture
 def tiny_disk(tmp_path):
     """A 64 KiB tmpfs: a disk that really fills up."""
     yield from _tmpfs(tmp_path / "tiny", "size=64k", "a small tmpfs")

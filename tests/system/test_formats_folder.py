@@ -148,23 +148,17 @@ def test_readers_in_other_processes_see_the_old_tokenizer_or_the_new_one(two, tm
 
 
 @pytest.mark.system
-def test_readers_see_one_tokenizer_where_the_folder_is_a_mount_point(two, tmp_path):
+def test_readers_see_one_tokenizer_where_the_folder_is_a_mount_point(two, tmp_path, mounted_tok):
     """A folder that cannot be renamed (a tmpfs mounted on it, as a container's volume) has its
     files replaced one by one, bpecli.json first: bpecli's readers get one of the two or an error."""
     corpora, root, _ = two
     expected = {name: their_ids(root / name) for name in ("a", "b")}
-    out = tmp_path / "tok"
-    out.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(out)], capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here (it needs root)")
-    try:
-        subprocess.run(train_command(corpora["a"], out), check=True)
-        writes = [slowed(train_command(corpora[name], out)) for name in ("b", "a")]
-        seen = read_while_replaced(out, tmp_path, writes)
-        check_readers([entry for entry in seen if entry[0] in TARGETS], expected)
-        assert listing(out) == sorted(TOKENIZER_FILES)
-    finally:
-        subprocess.run(["umount", "-l", str(out)], check=False)
+    out = mounted_tok
+    subprocess.run(train_command(corpora["a"], out), check=True)
+    writes = [slowed(train_command(corpora[name], out)) for name in ("b", "a")]
+    seen = read_while_replaced(out, tmp_path, writes)
+    check_readers([entry for entry in seen if entry[0] in TARGETS], expected)
+    assert listing(out) == sorted(TOKENIZER_FILES)
 
 
 # ---- kill -9 at several moments ---------------------------------------------------------------
@@ -253,24 +247,18 @@ def test_without_an_atomic_exchange_a_kill_between_the_two_renames_leaves_no_fol
 
 
 @pytest.mark.system
-def test_a_kill_while_a_mount_point_is_replaced_leaves_a_folder_refused_in_one_line(two, tmp_path):
+def test_a_kill_while_a_mount_point_is_replaced_leaves_a_folder_refused_in_one_line(two, tmp_path, mounted_tok):
     corpora, root, ids = two
-    out = tmp_path / "tok"
-    out.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(out)], capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here (it needs root)")
-    try:
-        subprocess.run(train_command(corpora["a"], out), check=True)
-        # mkdir, bpecli.json in place, and held before tokenizer.tiktoken
-        assert killed_at(train_command(corpora["b"], out), 3, tmp_path / "strace.log")
-        for target in TARGETS:
-            with pytest.raises(BpecliError, match="bpecli.json: tokenizer.tiktoken is not the file written with it"):
-                Tokenizer.load(out / target)
-        subprocess.run(train_command(corpora["b"], out), check=True)
-        assert what_loads(out, ids) == {target: "b" for target in TARGETS}
-        assert listing(out) == sorted(TOKENIZER_FILES)
-    finally:
-        subprocess.run(["umount", "-l", str(out)], check=False)
+    out = mounted_tok
+    subprocess.run(train_command(corpora["a"], out), check=True)
+    # mkdir, bpecli.json in place, and held before tokenizer.tiktoken
+    assert killed_at(train_command(corpora["b"], out), 3, tmp_path / "strace.log")
+    for target in TARGETS:
+        with pytest.raises(BpecliError, match="bpecli.json: tokenizer.tiktoken is not the file written with it"):
+            Tokenizer.load(out / target)
+    subprocess.run(train_command(corpora["b"], out), check=True)
+    assert what_loads(out, ids) == {target: "b" for target in TARGETS}
+    assert listing(out) == sorted(TOKENIZER_FILES)
 
 
 @pytest.mark.system

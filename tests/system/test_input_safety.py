@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from conftest import _tmpfs
+
 
 LONG = "7" * 5000  # past int()'s 4,300 digits
 
@@ -132,20 +134,6 @@ def test_credentials_in_a_uri_reach_no_message_record_or_output(gpt2_vocab, tmp_
 
 # ---- plain encode reads the documents encode --out and train read ------------------------------
 
-@pytest.fixture
-def records(tmp_path):
-    """The same four records as JSONL, gzipped JSONL and Parquet (one empty, one with a special token)."""
-    import gzip
-
-    import pyarrow as pa
-    from pyarrow import parquet
-
-    texts = ["hello world", "", "two<|endoftext|>", 'a "quoted" {brace}\nline']
-    jsonl = tmp_path / "r.jsonl"
-    jsonl.write_text("".join(json.dumps({"text": t}) + "\n" + ("\n" if i == 0 else "") for i, t in enumerate(texts)))
-    (tmp_path / "r.jsonl.gz").write_bytes(gzip.compress(jsonl.read_bytes()))
-    parquet.write_table(pa.table({"text": texts}), tmp_path / "r.parquet", row_group_size=3)
-    return texts, [jsonl, tmp_path / "r.jsonl.gz", tmp_path / "r.parquet"]
 
 
 @pytest.mark.system
@@ -213,12 +201,7 @@ def test_a_gzip_bomb_stops_at_the_budget_naming_where(gpt2_vocab, tmp_path, bomb
 @pytest.fixture
 def roomy_tmpdir(tmp_path):
     """A 96 MiB tmpfs for spooled streams: /dev/zero fills it unless the copy stops at the budget."""
-    folder = tmp_path / "spool"
-    folder.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(folder)], capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here (it needs root)")
-    yield folder
-    subprocess.run(["umount", "-l", str(folder)], check=False)
+    yield from _tmpfs(tmp_path / "spool", "size=96m", "a tmpfs")
 
 
 @pytest.mark.system

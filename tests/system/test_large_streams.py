@@ -4,14 +4,14 @@ encode -> decode gives back the bytes of a text past the budget; only a stream w
 64 MiB (/dev/zero) is refused."""
 
 import gzip
-import hashlib
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from conftest import CORPUS
+
+from bpecli.folders import file_sha256
 
 BPECLI = [sys.executable, "-m", "bpecli"]
 
@@ -38,14 +38,6 @@ def big(tmp_path_factory):
     return path
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 @pytest.mark.system
 def test_encode_of_stdin_over_the_budget_and_decode_of_its_ids_give_back_the_text(tok, big, tmp_path):
     ids = tmp_path / "ids.txt"
@@ -57,7 +49,7 @@ def test_encode_of_stdin_over_the_budget_and_decode_of_its_ids_give_back_the_tex
     with open(back, "wb") as stdout:
         done = subprocess.run([*BPECLI, "decode", "-t", str(tok), str(ids)], stdout=stdout, stderr=subprocess.PIPE)
     assert done.returncode == 0, done.stderr
-    assert _sha256(back) == _sha256(big)
+    assert file_sha256(back) == file_sha256(big)
 
 
 @pytest.mark.system

@@ -10,18 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bpecli.inputs import parts as input_parts
+from unit.shards.test_make_reruns import corpus  # noqa: F401
 
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-@pytest.fixture
-def corpus(tmp_path, kernel_docs_sample, monkeypatch):
-    monkeypatch.setattr(input_parts, "PART_BYTES", 1 << 14)
-    path = tmp_path / "corpus.txt"
-    path.write_text(kernel_docs_sample[:300_000], encoding="utf-8")
-    return path
 
 
 @pytest.mark.system

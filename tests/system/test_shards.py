@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 
 from bpecli.shards import verify, write_shards
-
-
-EOT = 50256
+from unit.test_shards import finished  # noqa: F401
 
 
 @pytest.fixture(scope="module")
@@ -152,14 +150,6 @@ def test_a_manifest_that_cannot_be_written_after_the_journal_listed_the_last_sha
     again = run_bpecli(*command, out)
     assert again.returncode == 0, again.stderr
     assert shard_bytes(out) == shard_bytes(tmp_path / "roomy")
-
-
-@pytest.fixture
-def finished(gpt2, kernel_docs_sample, tmp_path):
-    (tmp_path / "docs.txt").write_text(kernel_docs_sample[:100_000], encoding="utf-8")
-    out = tmp_path / "out"
-    write_shards(gpt2, [str(tmp_path / "docs.txt")], out, shard_tokens=5000, eot=EOT)
-    return out
 
 
 @pytest.mark.system
