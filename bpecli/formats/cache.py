@@ -31,7 +31,10 @@ MAX_ENTRIES = {".vocab": 32, ".tables": 8}
 # Where an entry's layout changes, this does, and older entries are never read.
 LAYOUT = 1
 _SUFFIX, _TABLES = ".vocab", ".tables"  # a vocabulary; the bulk encoder's tables for one
-_ENTRY = re.compile(r"[0-9a-f]{32}\.(vocab|tables)")  # the names of entries: only these are ever removed
+# The names of entries, and of one being written by a process (its pid) and thread: only these
+# are ever removed
+_ENTRY = re.compile(r"[0-9a-f]{32}\.(vocab|tables)")
+_PARTIAL = re.compile(r"\.[0-9a-f]{32}\.(\d+)\.\d+\.partial")
 
 
 class Recording(folders.Generation):
@@ -162,6 +165,20 @@ def _write(path: Path, data: bytes) -> None:
     kept = sorted((p for p in path.parent.glob("*" + suffix) if _ENTRY.fullmatch(p.name)), key=lambda p: p.stat().st_mtime_ns)
     for old in kept[: -MAX_ENTRIES[suffix]]:
         old.unlink(missing_ok=True)
+    for left in path.parent.glob(".*.partial"):  # what a process killed mid-write left
+        written_by = _PARTIAL.fullmatch(left.name)
+        if written_by and not _alive(int(written_by.group(1))):
+            left.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        pass
+    return True
 
 
 def _key(generation: Recording, name: str, pattern: str | None, special_tokens: dict[str, int] | None) -> str:

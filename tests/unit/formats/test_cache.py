@@ -198,3 +198,19 @@ def test_damaged_bulk_tables_are_built_again(gpt2_folder, cache_dir, damage):
     assert _encode_all(again, TEXTS) == expected
     again.prepare_bulk()
     assert kept.read_bytes() == data  # built and kept again
+
+
+def test_what_a_killed_write_left_goes_with_the_next_write(gpt2_folder, cache_dir):
+    import os
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    cache_dir.mkdir()
+    left = cache_dir / f".{'0' * 32}.{int(dead.stdout)}.1.partial"  # as a kill -9 mid-write leaves it
+    writing = cache_dir / f".{'1' * 32}.{os.getpid()}.1.partial"  # a live process's write
+    others = cache_dir / ".notes.partial"
+    for path in (left, writing, others):
+        path.write_text("x")
+    load(gpt2_folder / "gpt2_vocab.json")
+    assert not left.exists() and writing.exists() and others.exists()
