@@ -12,8 +12,11 @@ from ..encoding.reference import NUMPY_PIECE, piece_ids
 from .packing import LENGTH_SHIFT, PACKED_ROW_BYTES, piece_hash
 from .tables import LOOKUP_BLOCK, NO_RANK, VocabTables
 
-# bpe_rounds hands the last pieces still merging to Python when no more than this many are left.
-FEW_PIECES = 4
+# bpe_rounds puts pieces in one table while their sizes are within 1/WIDTH_STEP of the shortest's:
+# the table is as wide as the longest, so the others' padding stays small.
+WIDTH_STEP = 8
+# A cell of bpe_rounds' tables that holds no symbol: padding, or a symbol merged into the one before.
+HOLE = -1
 # Pieces up to this long merge in bpe_rounds (one symbol array of them all), longer ones in bpe_long.
 ROUNDS_PIECE = 1024
 
@@ -88,95 +91,94 @@ def bpe_spans(tables: VocabTables, text, starts, sizes):
 
 def bpe_rounds(tables: VocabTables, symbols, sizes):
     """(ids, counts): many pieces (symbols: their bytes' ids, one piece after another; sizes:
-    how many each has) merged at once with merge_parts's result. Each round merges, in every
-    piece still merging, its pairs of the lowest rank, left to right, up to a merge that makes a
-    lower pair (see docs/design.md, "BPE rounds in numpy").
+    how many each has) merged at once with merge_parts's result. Pieces of about one size share
+    a table, a row each; a round merges, in every row, the leftmost pair of the lowest rank, as
+    one-at-a-time BPE does (see docs/design.md, "BPE rounds in numpy").
     """
+    order = np.argsort(sizes, kind="stable")
+    sorted_sizes = sizes[order]
+    piece_starts = np.cumsum(sizes) - sizes
+    owners, counts, ids = [], [], []
+    begin = 0
+    while begin < len(order):
+        size = int(sorted_sizes[begin])
+        end = int(np.searchsorted(sorted_sizes, max(size + 1, size + size // WIDTH_STEP), "right"))
+        group = order[begin:end]
+        for found in _merge_rows(tables, symbols[spans(piece_starts[group], sizes[group])], sizes[group]):
+            rows, row_counts, row_ids = found
+            owners.append(group[rows])
+            counts.append(row_counts)
+            ids.append(row_ids)
+        begin = end
+    owner = np.concatenate([np.zeros(0, dtype=np.int64), *owners])
+    count = np.zeros(len(sizes), dtype=np.int64)
+    count[owner] = np.concatenate([np.zeros(0, dtype=np.int64), *counts])
+    out = np.empty(int(count.sum()), dtype=np.int64)
+    out[spans((np.cumsum(count) - count)[owner], count[owner])] = np.concatenate([np.zeros(0, dtype=np.int64), *ids])
+    return out, count
+
+
+def _merge_rows(tables: VocabTables, symbols, sizes):
+    """Yield (rows, counts, ids) of the pieces (symbols end to end, sizes) as they finish: one
+    row of a table each, with a column of padding before and at least one after. A merged-away
+    symbol leaves a hole (-1), so each cell links to the live ones beside it (next_col, prev_col);
+    rank holds the rank of the pair a live symbol starts (NO_RANK where there is none), and the
+    leftmost lowest one of a row, its argmin, is the pair BPE merges next."""
     pairs = tables.pair_table
     base = pairs.base
-    piece = np.flatnonzero(sizes)  # the piece of each segment of symbols still merging
-    first = np.zeros(len(symbols), dtype=bool)  # the symbol starts its segment
-    first[(np.cumsum(sizes) - sizes)[piece]] = True
-    # the rank of each symbol's pair with the next one in its piece (NO_RANK at a piece's end);
-    # looked up once here, then only beside each merge
-    pair_rank = np.full(len(symbols), NO_RANK, dtype=np.int32)
-    inner = np.flatnonzero(~first[1:])
-    pair_rank[inner] = pairs.lookup(symbols[inner] * base + symbols[inner + 1])
-    done_symbols, done_owners = [], []
-    while len(symbols):
-        # (numpy's methods here, not its functions: their Python wrappers cost as much as a late round's work)
-        starts = first.nonzero()[0]
-        best = np.minimum.reduceat(pair_rank, starts)
-        finished = best == NO_RANK
-        if finished.any():  # pieces with nothing left to merge are done
-            lengths = np.subtract(np.append(starts[1:], len(symbols)), starts)
-            finished_symbols = np.repeat(finished, lengths)
-            done_symbols.append(symbols[finished_symbols])
-            done_owners.append(np.repeat(piece[finished], lengths[finished]))
-            keep = ~finished_symbols
-            symbols, pair_rank, first = symbols[keep], pair_rank[keep], first[keep]
-            best, piece = best[~finished], piece[~finished]
-        if len(best) <= FEW_PIECES:  # a round's numpy calls cost more than a few pieces in Python
-            decoder = tables.decoder
-            bounds = first.nonzero()[0].tolist() + [len(symbols)]
-            for i, owner in enumerate(piece.tolist()):
-                ids = encode_piece(tables, b"".join(map(decoder.__getitem__, symbols[bounds[i] : bounds[i + 1]].tolist())))
-                done_symbols.append(np.array(ids, dtype=np.int64))
-                done_owners.append(np.full(len(ids), owner))
-            break
-        # merge the lowest-rank pairs of every piece: the left symbol becomes the joined token
-        # (its id is its rank), the right one goes
-        segment = first.cumsum() - 1
-        at = without_overlaps((pair_rank == best[segment]).nonzero()[0])
-        if len(at) > len(best):  # some piece merges twice or more: see _first_merges
-            at = _first_merges(pairs, symbols, first, pair_rank, at, segment[at])
-        symbols[at] = pair_rank[at]
-        keep = np.ones(len(symbols), dtype=bool)
-        keep[at + 1] = False
-        symbols, pair_rank, first = symbols[keep], pair_rank[keep], first[keep]
-        # only the pairs beside each merged symbol change; it moved left by one per merge before it
-        at -= np.arange(len(at))
-        n = len(symbols)
-        has_next = at + 1 < n
-        has_next[has_next] = ~first[at[has_next] + 1]
-        has_prev = ~first[at]
-        pair_rank[at] = NO_RANK
-        touched = np.concatenate([at[has_next], at[has_prev] - 1])
-        pair_rank[touched] = pairs.lookup(symbols[touched] * base + symbols[touched + 1])
-    owners = np.concatenate([np.zeros(0, dtype=np.int64), *done_owners])
-    order = np.argsort(owners, kind="stable")  # piece by piece, each in its own order
-    return np.concatenate([np.zeros(0, dtype=np.int64), *done_symbols])[order], np.bincount(owners, minlength=len(sizes))
-
-def _first_merges(pairs, symbols, first, pair_rank, at, segment):
-    """Of the merges at (pairs of rank r in each piece, left to right, none overlapping), those
-    one-at-a-time BPE makes before any pair below r: in each piece, up to the first merge that
-    makes a lower pair with a neighbour (see docs/design.md, "BPE rounds in numpy")."""
-    same_piece = segment[1:] == segment[:-1]
-    several = np.zeros(len(at), dtype=bool)
-    several[1:] = same_piece
-    several[:-1] |= same_piece
-    looked = several.nonzero()[0]
-    a, piece = at[looked], segment[looked]
-    base, n = pairs.base, len(symbols)
-    rank = pair_rank[a].astype(np.int64)  # (int32: times base it would overflow)
-    lower = np.zeros(len(a), dtype=bool)
-    after = a + 2
-    has_after = after < n
-    has_after[has_after] = ~first[after[has_after]]
-    lower[has_after] = pairs.lookup(rank[has_after] * base + symbols[after[has_after]]) < rank[has_after]
-    has_before = ~first[a]
-    merged_before = np.zeros(len(a), dtype=bool)
-    merged_before[1:] = a[:-1] + 2 == a[1:]
-    before = np.where(merged_before, rank, symbols[a - 1])[has_before]
-    lower[has_before] |= pairs.lookup(before * base + rank[has_before]) < rank[has_before]
-    if not lower.any():
-        return at
-    starts_piece = np.concatenate(([True], piece[1:] != piece[:-1]))
-    index = np.arange(len(a))
-    first_lower = np.minimum.reduceat(np.where(lower, index, len(a)), np.flatnonzero(starts_piece))
-    keep = np.ones(len(at), dtype=bool)
-    keep[looked[index > first_lower[np.cumsum(starts_piece) - 1]]] = False
-    return at[keep]
+    rows, width = len(sizes), int(sizes.max(initial=0)) + 2
+    owner = np.arange(rows)
+    row_start = owner * width
+    cells = spans(row_start + 1, sizes)
+    symbol = np.full(rows * width, HOLE, dtype=np.int32)
+    symbol[cells] = symbols
+    columns = np.tile(np.arange(width, dtype=np.int32), rows)
+    next_col, prev_col = columns + 1, columns - 1
+    rank = np.full(rows * width, NO_RANK, dtype=np.int32)
+    paired = cells[symbol[cells + 1] != HOLE]
+    rank[paired] = pairs.lookup(symbol[paired].astype(np.int64) * base + symbol[paired + 1])
+    while True:
+        column = rank.reshape(rows, width).argmin(axis=1)
+        merged = rank[row_start + column]
+        going = merged != NO_RANK
+        merging = int(np.count_nonzero(going))
+        if merging * 4 < rows * 3:  # a quarter of the rows are done: hand them over, keep the others
+            done = ~going
+            table = symbol.reshape(rows, width)[done]
+            live = table != HOLE
+            yield owner[done], np.count_nonzero(live, axis=1), table[live].astype(np.int64)
+            if not merging:
+                return
+            owner = owner[going]
+            symbol, rank, next_col, prev_col = (a.reshape(rows, width)[going].ravel() for a in (symbol, rank, next_col, prev_col))
+            rows = merging
+            row_start = np.arange(rows) * width
+            start = row_start
+        else:
+            start = row_start[going]
+        at, merged = start + column[going], merged[going]
+        # the symbol at `at` becomes the merged token (its id is its rank); the next one leaves a hole
+        gone = start + next_col[at]
+        after_col = next_col[gone]
+        after, before = start + after_col, start + prev_col[at]
+        symbol[at] = merged
+        symbol[gone] = HOLE
+        rank[gone] = NO_RANK
+        next_col[at] = after_col
+        prev_col[after] = at - start
+        # the pairs the merged token now makes with its live neighbours
+        right, left_symbol = symbol[after], symbol[before]
+        has_right, has_left = right != HOLE, left_symbol != HOLE
+        merged64 = merged.astype(np.int64)
+        found = pairs.lookup(np.concatenate([merged64[has_right] * base + right[has_right],
+                                             left_symbol[has_left].astype(np.int64) * base + merged64[has_left]]))
+        on_right = int(np.count_nonzero(has_right))
+        new = np.full(len(at), NO_RANK, dtype=np.int32)
+        new[has_right] = found[:on_right]
+        rank[at] = new
+        new = np.full(len(at), NO_RANK, dtype=np.int32)
+        new[has_left] = found[on_right:]
+        rank[before] = new
 
 
 def bpe_long(tables: VocabTables, text, starts, sizes):

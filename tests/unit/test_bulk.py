@@ -2,6 +2,7 @@
 pair tables, packing, and the cuts it makes; its ids against tiktoken's."""
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -135,6 +136,16 @@ def _cuts_change_no_id(ours, theirs):
 _LONG_PARTS = st.sampled_from(["a", "aa", "b", "ab", "the", "re", "ing", " ", "é", "中", "!", "\n", "0", "ll", "ation"])
 
 
+def test_rounds_of_thousands_of_pieces_of_every_size_equal_one_merge_at_a_time(gpt2, kernel_docs_sample):
+    """Text without spaces gives letter runs of 2 to hundreds of bytes: tables of many widths,
+    whose rows finish at many different rounds."""
+    words = sorted(set(re.findall(r"[A-Za-z]+", "".join(kernel_docs_sample[:300_000].split()))))
+    pieces = [w.encode() for w in words if len(w) > 1][:3000]
+    assert max(map(len, pieces)) > 100
+    expected = [tuple(gpt2.ranks[part] for part in merge_parts(piece, gpt2.ranks)) for piece in pieces]
+    assert bpe_batch(gpt2._text.tables, pieces) == expected
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.lists(_LONG_PARTS, min_size=1, max_size=300).map("".join).map(str.encode), min_size=1, max_size=6))
 def test_long_piece_rounds_equal_one_merge_at_a_time(gpt2, pieces):
@@ -150,8 +161,7 @@ def test_long_piece_rounds_equal_one_merge_at_a_time(gpt2, pieces):
 def test_rounds_stop_merging_a_piece_where_a_merge_makes_a_lower_pair():
     """Vocabularies where "aba" (or "bab") ranks below "ab": in "abab", merging the first "ab"
     makes (ab, a), which BPE merges next, so the second "ab" never merges ([aba, b], not [ab, ab]);
-    in "babab", (b, ab) and then (bab, a). bpe_rounds merges every "ab" of a piece in one round
-    only where no merge makes such a lower pair."""
+    in "babab", (b, ab) and then (bab, a)."""
     pieces = [bytes(p) for n in range(3, 9) for p in itertools.product(b"ab", repeat=n)]  # numpy rounds, not Python
     for extra, piece, parts in (({b"aba": 256, b"ab": 257}, b"abab", [b"aba", b"b"]),
                                 ({b"bab": 256, b"baba": 257, b"ab": 258}, b"babab", [b"baba", b"b"])):
