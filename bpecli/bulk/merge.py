@@ -12,9 +12,13 @@ from ..encoding.reference import NUMPY_PIECE, piece_ids
 from .packing import LENGTH_SHIFT, PACKED_ROW_BYTES, piece_hash
 from .tables import LOOKUP_BLOCK, NO_RANK, VocabTables
 
-# bpe_rounds puts pieces in one table while their sizes are within 1/WIDTH_STEP of the shortest's:
-# the table is as wide as the longest, so the others' padding stays small.
-WIDTH_STEP = 8
+# bpe_rounds puts pieces (by size) in one table, as wide as the longest, while its padding is no
+# more than 1/PADDING of its symbols or PADDING_CELLS: few tables, each with little padding.
+PADDING = 8
+PADDING_CELLS = 1 << 16
+# A table's last rows go to Python once no more than this many are still merging: a round's numpy
+# calls cost more than a few pieces' merges in Python.
+FEW_PIECES = 4
 # A cell of bpe_rounds' tables that holds no symbol: padding, or a symbol merged into the one before.
 HOLE = -1
 # Pieces up to this long merge in bpe_rounds (one symbol array of them all), longer ones in bpe_long.
@@ -99,10 +103,15 @@ def bpe_rounds(tables: VocabTables, symbols, sizes):
     sorted_sizes = sizes[order]
     piece_starts = np.cumsum(sizes) - sizes
     owners, counts, ids = [], [], []
+    total = np.concatenate(([0], np.cumsum(sorted_sizes)))
     begin = 0
     while begin < len(order):
-        size = int(sorted_sizes[begin])
-        end = int(np.searchsorted(sorted_sizes, max(size + 1, size + size // WIDTH_STEP), "right"))
+        # the table takes pieces begin..end-1 while rows times the widest is within the padding
+        rows = np.arange(1, len(order) - begin + 1)
+        padding = rows * sorted_sizes[begin:] - (total[begin + 1 :] - total[begin])
+        end = begin + int(np.argmin(padding <= np.maximum((total[begin + 1 :] - total[begin]) // PADDING, PADDING_CELLS)))
+        if end == begin:  # all of them fit
+            end = len(order)
         group = order[begin:end]
         for found in _merge_rows(tables, symbols[spans(piece_starts[group], sizes[group])], sizes[group]):
             rows, row_counts, row_ids = found
@@ -142,12 +151,17 @@ def _merge_rows(tables: VocabTables, symbols, sizes):
         merged = rank[row_start + column]
         going = merged != NO_RANK
         merging = int(np.count_nonzero(going))
-        if merging * 4 < rows * 3:  # a quarter of the rows are done: hand them over, keep the others
+        if merging * 4 < rows * 3 or merging <= FEW_PIECES:  # hand the finished rows over, keep the others
             done = ~going
             table = symbol.reshape(rows, width)[done]
             live = table != HOLE
             yield owner[done], np.count_nonzero(live, axis=1), table[live].astype(np.int64)
-            if not merging:
+            if merging <= FEW_PIECES:  # the last few pieces: BPE of their bytes in Python
+                decoder = tables.decoder
+                found = [encode_piece(tables, b"".join(map(decoder.__getitem__, row[row != HOLE].tolist())))
+                         for row in symbol.reshape(rows, width)[going]]
+                yield owner[going], np.array([len(ids) for ids in found], dtype=np.int64), np.array(
+                    [i for ids in found for i in ids], dtype=np.int64)
                 return
             owner = owner[going]
             symbol, rank, next_col, prev_col = (a.reshape(rows, width)[going].ravel() for a in (symbol, rank, next_col, prev_col))
