@@ -144,7 +144,7 @@ class VocabTables:
         small_ids, small_counts = self.small_piece_ids
         two_byte, runs = self.edge_tokens
         return {"pair_keys": pairs.keys, "pair_ranks": pairs.ranks, "pair_sorted_keys": pairs.sorted_keys,
-                "pair_sorted_ranks": pairs.sorted_ranks, "short_low": short.low, "short_high": short.high,
+                "pair_sorted_ranks": pairs.sorted_ranks, "pair_crowded": pairs.crowded, "short_low": short.low, "short_high": short.high,
                 "short_value": short.value, "small_ids": small_ids, "small_counts": small_counts,
                 "inner_byte_pairs": self.inner_byte_pairs, "two_byte_tokens": two_byte, "three_byte_runs": runs,
                 "byte_ids": self.byte_ids}
@@ -153,14 +153,14 @@ class VocabTables:
         """Take the tables arrays() gave for these ranks, instead of building them; a ValueError
         (nothing taken) where they are not of the shapes and types it gives."""
         expected = {"pair_keys": np.int64, "pair_ranks": np.int32, "pair_sorted_keys": np.int64,
-                    "pair_sorted_ranks": np.int32, "short_low": np.uint64, "short_high": np.uint64,
+                    "pair_sorted_ranks": np.int32, "pair_crowded": np.bool_, "short_low": np.uint64, "short_high": np.uint64,
                     "short_value": np.int64, "small_ids": np.int64, "small_counts": np.int64,
                     "inner_byte_pairs": np.bool_, "two_byte_tokens": np.bool_, "three_byte_runs": np.uint8,
                     "byte_ids": np.int64}
         if set(arrays) != set(expected) or any(arrays[k].dtype != t or arrays[k].ndim != 1 for k, t in expected.items()):
             raise ValueError("not the arrays of VocabTables.arrays()")
         sizes = {k: len(a) for k, a in arrays.items()}
-        if not (sizes["pair_keys"] == sizes["pair_ranks"] and sizes["pair_sorted_keys"] == sizes["pair_sorted_ranks"]
+        if not (sizes["pair_keys"] == sizes["pair_ranks"] == sizes["pair_crowded"] and sizes["pair_sorted_keys"] == sizes["pair_sorted_ranks"]
                 and sizes["short_low"] == sizes["short_high"] == sizes["short_value"]
                 and sizes["small_ids"] == 2 * sizes["small_counts"] == 2 * SMALL_CODES
                 and sizes["inner_byte_pairs"] == sizes["two_byte_tokens"] == 1 << 16
@@ -170,7 +170,7 @@ class VocabTables:
         base = max(self.ranks.values()) + 1
         self.__dict__.update(
             pair_table=PairTable.of_arrays(arrays["pair_keys"], arrays["pair_ranks"], arrays["pair_sorted_keys"],
-                                           arrays["pair_sorted_ranks"], base),
+                                           arrays["pair_sorted_ranks"], arrays["pair_crowded"], base),
             short_tokens=PieceTable.of_arrays(arrays["short_low"], arrays["short_high"], arrays["short_value"]),
             small_piece_ids=(arrays["small_ids"], arrays["small_counts"]),
             inner_byte_pairs=arrays["inner_byte_pairs"],
@@ -199,9 +199,9 @@ def has_bits(bits, values):
 class PairTable:
     """Pair keys (left * base + right) -> the rank of the joined token, for numpy to look up many
     keys at once: each key in the slot its hash picks, if it won that slot, and every key sorted,
-    for the few that lost theirs. A key's slot is the top bits of the key times an odd constant
+    for the few that lost theirs (their slots marked crowded). A key's slot is the top bits of the key times an odd constant
     (the keys are no adversary's: they are the vocabulary's own pairs and the pairs BPE meets). A
-    lookup reads each key's slot and binary-searches only where another key holds it: a fixed few
+    lookup reads each key's slot and binary-searches only where another key holds a crowded one: a fixed few
     numpy calls, where probing on would take as many rounds as the longest run of taken slots it
     met (ten or more in cl100k_base's table), however few its keys."""
 
@@ -217,17 +217,19 @@ class PairTable:
         np.minimum.at(self.ranks, slots, np.asarray(values, dtype=np.int32))
         won = self.ranks[slots] == values
         self.keys[slots[won]] = keys[won]
+        self.crowded = np.bincount(slots, minlength=1 << bits) > 1  # a key lost this slot: search on
         order = np.argsort(keys)
         # the keys in order and their ranks, ending in a key larger than any (no search runs off the end)
         self.sorted_keys = np.append(keys[order], np.iinfo(np.int64).max)
         self.sorted_ranks = np.append(np.asarray(values, dtype=np.int32)[order], NO_RANK)
 
     @classmethod
-    def of_arrays(cls, keys, ranks, sorted_keys, sorted_ranks, base: int) -> PairTable:
-        """The table whose arrays (keys, ranks by slot; sorted_keys, sorted_ranks) were kept."""
+    def of_arrays(cls, keys, ranks, sorted_keys, sorted_ranks, crowded, base: int) -> PairTable:
+        """The table whose arrays (keys, ranks, crowded by slot; sorted_keys, sorted_ranks) were kept."""
         table = cls.__new__(cls)
         table.base, table.shift = base, np.uint64(64 - (len(keys).bit_length() - 1))
         table.keys, table.ranks, table.sorted_keys, table.sorted_ranks = keys, ranks, sorted_keys, sorted_ranks
+        table.crowded = crowded
         return table
 
     def _slots(self, keys):
@@ -241,7 +243,7 @@ class PairTable:
         found = self.keys[slots]
         hit = found == wanted
         ranks = np.where(hit, self.ranks[slots], NO_RANK)
-        todo = (~hit & (found >= 0)).nonzero()[0]  # another key holds the slot
+        todo = (~hit & self.crowded[slots]).nonzero()[0]  # another key holds the slot, and not alone
         if len(todo):
             at = self.sorted_keys.searchsorted(wanted[todo])
             found_at = self.sorted_keys[at] == wanted[todo]
