@@ -166,12 +166,14 @@ def _merge_rows(tables: VocabTables, symbols, sizes):
             owner = owner[going]
             symbol, rank, next_col, prev_col = (a.reshape(rows, width)[going].ravel() for a in (symbol, rank, next_col, prev_col))
             rows = merging
-            row_start = np.arange(rows) * width
-            start = row_start
+            row_start = start = np.arange(rows) * width
+            column, merged = column[going], merged[going]
+        elif merging < rows:
+            start, column, merged = row_start[going], column[going], merged[going]
         else:
-            start = row_start[going]
-        at, merged = start + column[going], merged[going]
+            start = row_start
         # the symbol at `at` becomes the merged token (its id is its rank); the next one leaves a hole
+        at = start + column
         gone = start + next_col[at]
         after_col = next_col[gone]
         after, before = start + after_col, start + prev_col[at]
@@ -179,20 +181,14 @@ def _merge_rows(tables: VocabTables, symbols, sizes):
         symbol[gone] = HOLE
         rank[gone] = NO_RANK
         next_col[at] = after_col
-        prev_col[after] = at - start
-        # the pairs the merged token now makes with its live neighbours
-        right, left_symbol = symbol[after], symbol[before]
-        has_right, has_left = right != HOLE, left_symbol != HOLE
-        merged64 = merged.astype(np.int64)
-        found = pairs.lookup(np.concatenate([merged64[has_right] * base + right[has_right],
-                                             left_symbol[has_left].astype(np.int64) * base + merged64[has_left]]))
-        on_right = int(np.count_nonzero(has_right))
-        new = np.full(len(at), NO_RANK, dtype=np.int32)
-        new[has_right] = found[:on_right]
-        rank[at] = new
-        new = np.full(len(at), NO_RANK, dtype=np.int32)
-        new[has_left] = found[on_right:]
-        rank[before] = new
+        prev_col[after] = column
+        # the pairs the merged token now makes with its live neighbours (key -1, no pair, beside a hole)
+        right, left_symbol, merged64 = symbol[after], symbol[before], merged.astype(np.int64)
+        keys = np.concatenate([np.where(right != HOLE, merged64 * base + right, -1),
+                               np.where(left_symbol != HOLE, left_symbol.astype(np.int64) * base + merged64, -1)])
+        found = pairs.lookup(keys)
+        rank[at] = found[: len(at)]
+        rank[before] = found[len(at) :]
 
 
 def bpe_long(tables: VocabTables, text, starts, sizes):

@@ -236,7 +236,8 @@ class PairTable:
         return ((np.asarray(keys, dtype=np.int64).view(np.uint64) * GOLDEN) >> self.shift).view(np.int64)
 
     def lookup(self, wanted):
-        """The rank of each key in wanted; NO_RANK for a key that is not in the table."""
+        """The rank of each key in wanted; NO_RANK for a key that is not in the table (-1 among them:
+        a pair that is none, e.g. beside a hole, finds an empty slot's -1 or no key)."""
         if len(wanted) > LOOKUP_BLOCK:
             return np.concatenate([self.lookup(wanted[at : at + LOOKUP_BLOCK]) for at in range(0, len(wanted), LOOKUP_BLOCK)])
         slots = self._slots(wanted)

@@ -64,6 +64,7 @@ def test_the_pair_table_holds_every_cut_of_every_token(gpt2):
     assert len(table.sorted_keys) == len(expected) + 1  # every key once, and the one larger than any
     others = np.setdiff1d(np.arange(0, table.base * table.base, 7919), keys)  # pairs that join to no token
     assert len(others) > 100_000 and (table.lookup(others) == NO_RANK).all()
+    assert (table.lookup(np.full(3, -1)) == NO_RANK).all()  # what bpe_rounds asks beside a hole
 
 
 def test_clear_cache_makes_the_next_encode_cold(gpt2):
