@@ -82,7 +82,8 @@ class BulkEncoder:
 
     def prepare(self) -> None:
         """Build the tables encoding reads now, e.g. before forking workers that then share them."""
-        self.tables.pair_table, self.tables.inner_byte_pairs, self.tables.edge_tokens, self.tables.byte_ids
+        tables = self.tables
+        tables.pair_table, tables.inner_byte_pairs, tables.edge_tokens, tables.byte_ids, tables.byte_pair_ranks
         self.seed
 
     @cached_property

@@ -79,8 +79,7 @@ def bpe_spans(tables: VocabTables, text, starts, sizes):
     found = []
     members = np.flatnonzero(sizes <= ROUNDS_PIECE)
     if len(members):
-        symbols = tables.byte_ids[text[spans(starts[members], sizes[members])]]
-        ids, counts[members] = bpe_rounds(tables, symbols, sizes[members])
+        ids, counts[members] = bpe_rounds(tables, text[spans(starts[members], sizes[members])], sizes[members])
         found.append((members, ids))
     members = np.flatnonzero(sizes > ROUNDS_PIECE)
     if len(members):
@@ -93,9 +92,9 @@ def bpe_spans(tables: VocabTables, text, starts, sizes):
     return out, counts
 
 
-def bpe_rounds(tables: VocabTables, symbols, sizes):
-    """(ids, counts): many pieces (symbols: their bytes' ids, one piece after another; sizes:
-    how many each has) merged at once with merge_parts's result. Pieces of about one size share
+def bpe_rounds(tables: VocabTables, text, sizes):
+    """(ids, counts): many pieces (text: their bytes, one piece after another; sizes: how many
+    each has) merged at once with merge_parts's result. Pieces of about one size share
     a table, a row each; a round merges, in every row, the leftmost pair of the lowest rank, as
     one-at-a-time BPE does (see docs/design.md, "BPE rounds in numpy").
     """
@@ -113,7 +112,7 @@ def bpe_rounds(tables: VocabTables, symbols, sizes):
         if end == begin:  # all of them fit
             end = len(order)
         group = order[begin:end]
-        for found in _merge_rows(tables, symbols[spans(piece_starts[group], sizes[group])], sizes[group]):
+        for found in _merge_rows(tables, text[spans(piece_starts[group], sizes[group])], sizes[group]):
             rows, row_counts, row_ids = found
             owners.append(group[rows])
             counts.append(row_counts)
@@ -127,8 +126,8 @@ def bpe_rounds(tables: VocabTables, symbols, sizes):
     return out, count
 
 
-def _merge_rows(tables: VocabTables, symbols, sizes):
-    """Yield (rows, counts, ids) of the pieces (symbols end to end, sizes) as they finish: one
+def _merge_rows(tables: VocabTables, text, sizes):
+    """Yield (rows, counts, ids) of the pieces (text: their bytes end to end; sizes) as they finish: one
     row of a table each, with a column of padding before and at least one after. A merged-away
     symbol leaves a hole (-1), so each cell links to the live ones beside it (next_col, prev_col);
     rank holds the rank of the pair a live symbol starts (NO_RANK where there is none), and the
@@ -140,12 +139,15 @@ def _merge_rows(tables: VocabTables, symbols, sizes):
     row_start = owner * width
     cells = spans(row_start + 1, sizes)
     symbol = np.full(rows * width, HOLE, dtype=np.int32)
-    symbol[cells] = symbols
+    symbol[cells] = tables.byte_ids[text]
     columns = np.tile(np.arange(width, dtype=np.int32), rows)
     next_col, prev_col = columns + 1, columns - 1
     rank = np.full(rows * width, NO_RANK, dtype=np.int32)
-    paired = cells[symbol[cells + 1] != HOLE]
-    rank[paired] = pairs.lookup(symbol[paired].astype(np.int64) * base + symbol[paired + 1])
+    if len(text):  # each byte's pair with the next, but at each piece's end: bytes, so no hashing
+        first = tables.byte_pair_ranks[text[:-1].astype(np.int32) << 8 | text[1:]]
+        ends = np.cumsum(sizes) - 1
+        first[ends[(ends >= 0) & (ends < len(first))]] = NO_RANK
+        rank[cells[:-1]] = first
     while True:
         column = rank.reshape(rows, width).argmin(axis=1)
         merged = rank[row_start + column]

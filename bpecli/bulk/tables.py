@@ -95,6 +95,17 @@ class VocabTables:
         return max(map(len, self.ranks))
 
     @cached_property
+    def byte_pair_ranks(self):
+        """The rank of the pair of one-byte tokens a, b at [a << 8 | b] (the two-byte token's), where
+        they join to a token; NO_RANK elsewhere: BPE's first pairs without hashing."""
+        two_byte = [(token[0] << 8 | token[1], rank) for token, rank in self.ranks.items() if len(token) == 2]
+        table = np.full(1 << 16, NO_RANK, dtype=np.int32)
+        if two_byte:
+            at, ranks = np.array(two_byte, dtype=np.int64).T
+            table[at] = ranks
+        return table
+
+    @cached_property
     def byte_ids(self):
         """The id of each of the 256 one-byte tokens, by byte."""
         return np.array([self.ranks[t] for t in BYTE_TOKENS], dtype=np.int64)
@@ -147,7 +158,7 @@ class VocabTables:
                 "pair_sorted_ranks": pairs.sorted_ranks, "pair_crowded": pairs.crowded, "short_low": short.low, "short_high": short.high,
                 "short_value": short.value, "small_ids": small_ids, "small_counts": small_counts,
                 "inner_byte_pairs": self.inner_byte_pairs, "two_byte_tokens": two_byte, "three_byte_runs": runs,
-                "byte_ids": self.byte_ids}
+                "byte_ids": self.byte_ids, "byte_pair_ranks": self.byte_pair_ranks}
 
     def adopt(self, arrays: dict[str, np.ndarray]) -> None:
         """Take the tables arrays() gave for these ranks, instead of building them; a ValueError
@@ -156,7 +167,7 @@ class VocabTables:
                     "pair_sorted_ranks": np.int32, "pair_crowded": np.bool_, "short_low": np.uint64, "short_high": np.uint64,
                     "short_value": np.int64, "small_ids": np.int64, "small_counts": np.int64,
                     "inner_byte_pairs": np.bool_, "two_byte_tokens": np.bool_, "three_byte_runs": np.uint8,
-                    "byte_ids": np.int64}
+                    "byte_ids": np.int64, "byte_pair_ranks": np.int32}
         if set(arrays) != set(expected) or any(arrays[k].dtype != t or arrays[k].ndim != 1 for k, t in expected.items()):
             raise ValueError("not the arrays of VocabTables.arrays()")
         sizes = {k: len(a) for k, a in arrays.items()}
@@ -164,7 +175,7 @@ class VocabTables:
                 and sizes["short_low"] == sizes["short_high"] == sizes["short_value"]
                 and sizes["small_ids"] == 2 * sizes["small_counts"] == 2 * SMALL_CODES
                 and sizes["inner_byte_pairs"] == sizes["two_byte_tokens"] == 1 << 16
-                and sizes["three_byte_runs"] == 1 << 21 and sizes["byte_ids"] == 256
+                and sizes["three_byte_runs"] == 1 << 21 and sizes["byte_ids"] == 256 and sizes["byte_pair_ranks"] == 1 << 16
                 and all(_power_of_two(sizes[k]) for k in ("pair_keys", "short_low"))):
             raise ValueError("not the arrays of VocabTables.arrays()")
         base = max(self.ranks.values()) + 1
@@ -176,6 +187,7 @@ class VocabTables:
             inner_byte_pairs=arrays["inner_byte_pairs"],
             edge_tokens=(arrays["two_byte_tokens"], arrays["three_byte_runs"]),
             byte_ids=arrays["byte_ids"],
+            byte_pair_ranks=arrays["byte_pair_ranks"],
         )
 
 
