@@ -13,9 +13,11 @@ from .packing import LENGTH_SHIFT, PACKED_ROW_BYTES, piece_hash
 from .tables import LOOKUP_BLOCK, NO_RANK, VocabTables
 
 # bpe_rounds puts pieces (by size) in one table, as wide as the longest, while its padding is no
-# more than 1/PADDING of its symbols or PADDING_CELLS: few tables, each with little padding.
+# more than 1/PADDING of its symbols or PADDING_CELLS, and it has no more than TABLE_CELLS cells
+# (4 MB in its four arrays, so that a round's scattered reads and writes stay within the caches).
 PADDING = 8
 PADDING_CELLS = 1 << 16
+TABLE_CELLS = 1 << 18
 # A table's last rows go to Python once no more than this many are still merging: a round's numpy
 # calls cost more than a few pieces' merges in Python.
 FEW_PIECES = 4
@@ -111,6 +113,7 @@ def bpe_rounds(tables: VocabTables, text, sizes):
         end = begin + int(np.argmin(padding <= np.maximum((total[begin + 1 :] - total[begin]) // PADDING, PADDING_CELLS)))
         if end == begin:  # all of them fit
             end = len(order)
+        end = min(end, begin + max(1, TABLE_CELLS // (int(sorted_sizes[end - 1]) + 2)))
         group = order[begin:end]
         for found in _merge_rows(tables, text[spans(piece_starts[group], sizes[group])], sizes[group]):
             rows, row_counts, row_ids = found
