@@ -4,21 +4,26 @@ piece, every other step an array operation."""
 from __future__ import annotations
 
 from functools import cached_property
-from itertools import chain
+from itertools import repeat
 
 import numpy as np
 
 from ..arrays import spans, with_room
 from ..perthread import PerThread
-from .merge import bpe_batch, bpe_packed
+from .merge import bpe_packed, bpe_pieces
 from .packing import document_batches, pack_by_size
 from .tables import PieceTable, VocabTables, has_bits
 
 # Documents go through in batches of about this many bytes: arrays that fit the caches are several
 # times faster than one huge batch.
 BULK_BATCH = 1 << 22
-# The long piece -> ids dict is cleared when it grows past this many entries.
+# What Learned keeps of long pieces is forgotten when it holds more than this many pieces, or
+# more than LONG_IDS_LIMIT of their ids (32 MB).
 CACHE_LIMIT = 1 << 20
+LONG_IDS_LIMIT = 1 << 22
+# A learned long piece's value in Learned.long_pieces: where its ids start in Learned.long_ids,
+# shifted left by LONG_COUNT_BITS, or'd with how many ids it has.
+LONG_COUNT_BITS = 32
 # A learned short piece's value in its PieceTable: where its ids start in Learned.ids, shifted
 # left by COUNT_BITS, or'd with how many ids it has (a piece of up to 15 bytes has at most 15).
 COUNT_BITS = 4
@@ -26,7 +31,8 @@ COUNT_BITS = 4
 
 class Learned:
     """What one thread has encoded so far: short pieces in a PieceTable whose values point into
-    one growing array of ids; long pieces in a dict, by their bytes. It starts from a seed (see
+    one growing array of ids; long pieces in a dict, by their bytes, whose values point into
+    another. It starts from a seed (see
     BulkEncoder.seed): the ids of every piece of one or two bytes, two slots each by code
     (VocabTables.small_piece_ids), then of every token of up to 15 bytes, which its table holds
     from the start (a piece that is a token is that token, and most pieces are one)."""
@@ -40,7 +46,8 @@ class Learned:
         self.ids = np.empty(max(1 << 16, 2 * self.seeded), dtype=np.int64)
         self.ids[: self.seeded] = seed_ids
         self.used = self.seeded
-        self.long_pieces: dict[bytes, tuple[int, ...]] = {}
+        self.long_pieces: dict[bytes, int] = {}
+        self.long_ids, self.long_used = np.empty(1 << 16, dtype=np.int64), 0
 
     def short_ids(self, tables: VocabTables, low, high, mixed):
         """(where the ids of each packed piece start in self.ids, how many it has); BPE for the
@@ -54,6 +61,23 @@ class Learned:
 
         value = self.table.values(low, high, mixed, bpe)
         return value >> COUNT_BITS, value & ((1 << COUNT_BITS) - 1)
+
+    def long_values(self, tables: VocabTables, pieces: list[bytes]):
+        """Where the ids of each long piece are in self.long_ids (start << LONG_COUNT_BITS | count);
+        BPE for the distinct pieces the dict lacks, which it keeps."""
+        if len(self.long_pieces) > CACHE_LIMIT or self.long_used > LONG_IDS_LIMIT:  # start afresh
+            self.long_pieces, self.long_ids, self.long_used = {}, np.empty(1 << 16, dtype=np.int64), 0
+        value = np.fromiter(map(self.long_pieces.get, pieces, repeat(-1)), dtype=np.int64, count=len(pieces))
+        cold = np.flatnonzero(value < 0)
+        if len(cold):
+            new = [pieces[i] for i in cold.tolist()]
+            ids, counts = bpe_pieces(tables, new)
+            self.long_ids = with_room(self.long_ids, self.long_used + len(ids))
+            self.long_ids[self.long_used : self.long_used + len(ids)] = ids
+            value[cold] = (self.long_used + np.cumsum(counts) - counts) << LONG_COUNT_BITS | counts
+            self.long_used += len(ids)
+            self.long_pieces.update(zip(new, value[cold].tolist()))
+        return value
 
     def keep(self, flat) -> int:
         """Append ids to self.ids; where they start."""
@@ -136,19 +160,12 @@ class BulkEncoder:
         piece_starts[small], piece_sizes[small] = 2 * codes, self.tables.small_piece_ids[1][codes]
         piece_starts[short], piece_sizes[short] = learned.short_ids(self.tables, low, high, mixed)
         if len(long_at):
-            cache = learned.long_pieces
-            if len(cache) > CACHE_LIMIT:
-                cache.clear()
             index: dict[bytes, int] = {}
             long_codes = np.array([index.setdefault(data[a:b], len(index)) for a, b in
                                    zip(starts[long_at].tolist(), bounds[long_at + 1].tolist())], dtype=np.int64)
-            long_pieces = list(index)
-            long_ids: list = list(map(cache.get, long_pieces))
-            cold = [i for i, found in enumerate(long_ids) if found is None]
-            for i, found in zip(cold, bpe_batch(self.tables, [long_pieces[i] for i in cold])):
-                long_ids[i] = cache[long_pieces[i]] = found
-            long_sizes = np.fromiter(map(len, long_ids), dtype=np.int64, count=len(long_ids))
-            at = learned.scratch(np.fromiter(chain.from_iterable(long_ids), dtype=np.int64, count=int(long_sizes.sum())))
+            value = learned.long_values(self.tables, list(index))
+            long_sizes = value & ((1 << LONG_COUNT_BITS) - 1)
+            at = learned.scratch(learned.long_ids[spans(value >> LONG_COUNT_BITS, long_sizes)])
             piece_starts[long_at] = (at + np.cumsum(long_sizes) - long_sizes)[long_codes]
             piece_sizes[long_at] = long_sizes[long_codes]
         # where each piece's ids go: after those of the pieces before it and, with eot, one more

@@ -4,6 +4,7 @@ work follows the pairs they change (bpe_long); one piece at a time is encoding.r
 from __future__ import annotations
 
 import heapq
+from itertools import repeat
 
 import numpy as np
 
@@ -35,22 +36,17 @@ def encode_piece(tables: VocabTables, piece: bytes) -> tuple[int, ...]:
     return piece_ids(piece, tables.ranks)
 
 
-def bpe_batch(tables: VocabTables, pieces: list[bytes]) -> list[tuple[int, ...]]:
-    """The ids of many pieces, as encode_piece gives them: a piece that is a token is one;
-    the others merge with numpy (bpe_spans).
+def bpe_pieces(tables: VocabTables, pieces: list[bytes]):
+    """(ids, counts): the ids of many pieces, one after another, as encode_piece gives them, and
+    how many each has: a piece that is a token is one; the others merge with numpy (bpe_spans).
 
-    Example (GPT-2): [b" tokenizer", b"ingly"] -> [(11241, 7509), (4420,)]
+    Example (GPT-2): [b" tokenizer", b"ingly"] -> ([11241, 7509, 4420], [2, 1])
     """
-    results: list = [(rank,) if rank is not None else None for rank in map(tables.ranks.get, pieces)]
-    todo = [i for i, found in enumerate(results) if found is None]
-    sizes = np.fromiter((len(pieces[i]) for i in todo), dtype=np.int64, count=len(todo))
-    text = np.frombuffer(b"".join(pieces[i] for i in todo), dtype=np.uint8)
-    ids, counts = bpe_spans(tables, text, np.cumsum(sizes) - sizes, sizes)
-    flat, at = ids.tolist(), 0
-    for i, count in zip(todo, counts.tolist()):
-        results[i] = tuple(flat[at : at + count])
-        at += count
-    return results
+    token = np.fromiter(map(tables.ranks.get, pieces, repeat(-1)), dtype=np.int64, count=len(pieces))
+    sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    text = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+    return _tokens_or_merged(tables, token, text, np.cumsum(sizes) - sizes, sizes)
+
 
 def bpe_packed(tables: VocabTables, low, high):
     """(ids, counts): the ids of packed pieces of up to 15 bytes (see packing.pack_spans),
@@ -58,18 +54,26 @@ def bpe_packed(tables: VocabTables, low, high):
     bytes objects. A piece that is a token is that token."""
     tokens = tables.short_tokens
     slots = tokens.find(low, high, piece_hash(low, high))
-    is_token = slots >= 0
+    token = np.where(slots >= 0, tokens.value[slots], -1)
     sizes = (high >> np.uint64(LENGTH_SHIFT)).astype(np.int64)
     text = np.stack([low, high], axis=1).astype("<u8", copy=False).view(np.uint8).ravel()  # row i: piece i's bytes
-    merged = np.flatnonzero(~is_token)
-    merged_ids, merged_counts = bpe_spans(tables, text, merged * PACKED_ROW_BYTES, sizes[merged])
-    counts = np.ones(len(low), dtype=np.int64)
+    return _tokens_or_merged(tables, token, text, np.arange(len(low)) * PACKED_ROW_BYTES, sizes)
+
+
+def _tokens_or_merged(tables: VocabTables, token, text, starts, sizes):
+    """(ids, counts) of the pieces text[start : start + size]: a piece's token where it is one
+    (token: its id, -1 where it is none), the others merged with numpy (bpe_spans)."""
+    whole = token >= 0
+    merged = np.flatnonzero(~whole)
+    merged_ids, merged_counts = bpe_spans(tables, text, starts[merged], sizes[merged])
+    counts = np.ones(len(token), dtype=np.int64)
     counts[merged] = merged_counts
     ids = np.empty(int(counts.sum()), dtype=np.int64)
-    starts = np.cumsum(counts) - counts
-    ids[starts[is_token]] = tokens.value[slots[is_token]]
-    ids[spans(starts[merged], merged_counts)] = merged_ids
+    out = np.cumsum(counts) - counts
+    ids[out[whole]] = token[whole]
+    ids[spans(out[merged], merged_counts)] = merged_ids
     return ids, counts
+
 
 def bpe_spans(tables: VocabTables, text, starts, sizes):
     """(ids, counts) of the pieces text[start : start + size] (none of them a token, so each

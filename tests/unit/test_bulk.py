@@ -12,18 +12,26 @@ from hypothesis import strategies as st
 
 from bpecli import Tokenizer
 from bpecli.encoding.reference import merge_parts
-from bpecli.bulk.merge import bpe_batch, bpe_long
+from bpecli.bulk.merge import bpe_long, bpe_pieces
 from bpecli.bulk.packing import group
 from bpecli.bulk.tables import NO_RANK
+from bpecli.bulk import engine
 from bpecli.bulk.engine import Learned
+
+
+
+def each_piece_ids(tables, pieces):
+    """bpe_pieces' ids, piece by piece."""
+    ids, counts = bpe_pieces(tables, pieces)
+    return [tuple(part.tolist()) for part in np.split(ids, np.cumsum(counts)[:-1])]
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.binary(min_size=1, max_size=70) | st.text(min_size=1, max_size=20).map(str.encode), min_size=1, max_size=20))
 def test_batch_bpe_equals_one_piece_at_a_time(gpt2, pieces):
-    """bpe_batch merges every piece in rounds with numpy; _merge_parts one piece in Python."""
+    """bpe_pieces merges every piece in rounds with numpy; merge_parts one piece in Python."""
     expected = [tuple(gpt2.ranks[part] for part in merge_parts(piece, gpt2.ranks)) for piece in pieces]
-    assert bpe_batch(gpt2._text.tables, pieces) == expected
+    assert each_piece_ids(gpt2._text.tables, pieces) == expected
 
 
 def test_the_piece_table_starting_afresh_changes_no_id(gpt2, tiktoken_gpt2, kernel_docs_sample, monkeypatch):
@@ -36,6 +44,21 @@ def test_the_piece_table_starting_afresh_changes_no_id(gpt2, tiktoken_gpt2, kern
         assert ids.tolist() == [i for d in tiktoken_gpt2.encode_ordinary_batch(batch) for i in d]
         tables.append(fresh._text.bulk.learned.table)
     assert tables[0].count > 1000 and tables[1] is not tables[0] and tables[2] is not tables[1]
+
+
+def test_the_long_pieces_starting_afresh_change_no_id(gpt2, tiktoken_gpt2, kernel_docs_sample, monkeypatch):
+    """Pieces over 15 bytes (runs of letters with the spaces taken out) kept by their bytes, their
+    ids in one array: past a few hundred ids both start afresh, and the pieces seen before and
+    after, found or not, keep their ids."""
+    monkeypatch.setattr(engine, "LONG_IDS_LIMIT", 300)
+    fresh = Tokenizer(ranks=gpt2.ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
+    squeezed = "".join(kernel_docs_sample[:200_000].split()).split("<|endoftext|>")
+    learned = []
+    for batch in (squeezed[:2], squeezed[1:4], squeezed[3:]):
+        ids, _ = fresh.encode_documents(batch)
+        assert ids.tolist() == [i for d in tiktoken_gpt2.encode_ordinary_batch(batch) for i in d]
+        learned.append(fresh._text.bulk.learned.long_pieces)
+    assert len(learned[0]) > 0 and learned[1] is not learned[0] and learned[2] is not learned[1]
 
 
 def test_the_piece_table_growing_while_it_has_pieces_changes_no_id(gpt2, tiktoken_gpt2, kernel_docs_sample):
@@ -144,7 +167,7 @@ def test_rounds_of_thousands_of_pieces_of_every_size_equal_one_merge_at_a_time(g
     pieces = [w.encode() for w in words if len(w) > 1][:3000]
     assert max(map(len, pieces)) > 100
     expected = [tuple(gpt2.ranks[part] for part in merge_parts(piece, gpt2.ranks)) for piece in pieces]
-    assert bpe_batch(gpt2._text.tables, pieces) == expected
+    assert each_piece_ids(gpt2._text.tables, pieces) == expected
 
 
 @settings(max_examples=150, deadline=None)
@@ -169,7 +192,7 @@ def test_rounds_stop_merging_a_piece_where_a_merge_makes_a_lower_pair():
         ranks = {bytes([b]): b for b in range(256)} | extra
         assert merge_parts(piece, ranks) == parts
         expected = [tuple(ranks[part] for part in merge_parts(p, ranks)) for p in pieces]
-        assert bpe_batch(Tokenizer(ranks=ranks, pattern="gpt2")._text.tables, pieces) == expected
+        assert each_piece_ids(Tokenizer(ranks=ranks, pattern="gpt2")._text.tables, pieces) == expected
 
 
 def test_group_puts_equal_values_together_even_when_their_slots_collide():
