@@ -38,10 +38,13 @@ SAFE_CUT = r"(?<=[^\s]\n)(?=[A-Za-z0-9])"
 _SAFE_CUT_BYTES, _SAFE_CUT_STR = re.compile(SAFE_CUT.encode()), re.compile(SAFE_CUT)
 
 
-# Where a preset pattern surely ends a piece, for text with no safe cut near (one long line): after
-# an ASCII letter and before a space. No preset's piece holds a letter followed by a space (letters
-# run to a non-letter; a contraction ends in a letter), and the piece after starts at the space.
-WORD_CUT = r"(?<=[A-Za-z])(?= )"
+# Where a preset pattern surely ends a piece, for text with no safe cut near (one long line, text
+# without spaces): after an ASCII letter and before a space or an ASCII punctuation mark but the
+# apostrophe. No preset's piece holds a letter followed by either (letters run to a non-letter; a
+# contraction ends in a letter, and o200k's, which letters before it take, starts with an
+# apostrophe), and what a preset matches at a space or a punctuation mark depends on the text from
+# there on only.
+WORD_CUT = r"(?<=[A-Za-z])(?=[ !-&(-/:-@\[-`{-~])"
 _WORD_CUT_BYTES, _WORD_CUT_STR = re.compile(WORD_CUT.encode()), re.compile(WORD_CUT)
 
 

@@ -5,6 +5,8 @@ encode --out and plain encode of a 20 MB such line stay within the memory the RE
 import json
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 import regex
 
 from bpecli.pretokenize import PATTERNS, safe_blocks
@@ -36,3 +38,27 @@ def test_a_long_line_encodes_in_blocks_to_tiktokens_ids(gpt2, tiktoken_gpt2):
     ids, _ = gpt2.encode_documents([text.encode()])
     assert ids.tolist() == tiktoken_gpt2.encode_ordinary(text)
     assert gpt2.encode(text) == tiktoken_gpt2.encode_ordinary(text)
+
+
+# letters (ASCII and not), marks, digits, apostrophes, ASCII punctuation, a few spaces and others
+_PIECES = st.sampled_from(["a", "Z", "é", "ſ", "\u0301", "ß", "7", "'", "'s", "'LL", ".", "/", "-", "_", "`", "(", "!", "~",
+                           "\"", "#", " ", "\t", "字", "😀", "Ⅻ"])
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+@settings(max_examples=150, deadline=None)
+@given(text=st.lists(_PIECES, min_size=1, max_size=400).map("".join), size=st.integers(1, 40))
+@example(text="ab'sc" * 50, size=4)  # o200k's letters take 's: no cut before an apostrophe
+def test_text_without_spaces_cut_at_word_cuts_splits_into_the_pieces_of_the_whole(name, text, size):
+    """Text with few or no spaces is cut after a letter before punctuation too."""
+    pattern = regex.compile(PATTERNS[name])
+    for whole in (text, text.encode()):
+        blocks = safe_blocks(whole, size)
+        assert (b"" if isinstance(whole, bytes) else "").join(blocks) == whole
+        pieces = [p for block in blocks for p in (pattern.findall(block.decode()) if isinstance(block, bytes) else pattern.findall(block))]
+        assert pieces == pattern.findall(text)
+
+
+def test_text_without_spaces_is_cut_into_blocks():
+    text = "Thisdirectoryattemptstodocument,andtherelativestabilityoftheseinterfaces.Duetothe" * 1000
+    assert len(safe_blocks(text, 1000)) > 50 and len(safe_blocks(text.encode(), 1000)) > 50
