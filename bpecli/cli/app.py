@@ -14,7 +14,7 @@ from typer.main import get_command_name
 from .. import __version__
 from ..errors import BpecliError
 from . import commands
-from .memory import MAPPING_FAILED, as_own_process, load_numpy_within_limit, out_of_memory, ran_out_of_memory
+from .memory import MAPPING_FAILED, as_own_process, load_numpy_within_limit, memory_limit, out_of_memory, ran_out_of_memory
 from .signals import Terminated, take_signals
 from .streams import STDOUT, fail, say, silence_stdout, stand_in_for_closed
 
@@ -113,6 +113,10 @@ def main() -> None:
         silence_stdout()
         say(f"bpecli: error: {e.strerror or e} ({e.filename or STDOUT})")
         sys.exit(1)
+    except SystemError:  # under ulimit -v, a MemoryError CPython had no memory to raise, lost on the way out
+        if memory_limit() is None:
+            raise
+        out_of_memory(None)  # with a limit, the line names it, not the command's options
     except Exception as e:  # click's usage errors (a bad option value...): one line, status 2 as click's
         if not (hasattr(e, "format_message") and hasattr(e, "exit_code")):
             raise

@@ -363,3 +363,28 @@ def test_a_tight_memory_limit_is_one_line_never_a_traceback(small_corpora, gpt2_
     if limit_kb <= 100_000:
         assert failed and all(f"out of memory within the limit of {limit_kb >> 10} MB a process (ulimit -v {limit_kb})"
                                   in line for line in failed), failed
+
+
+@pytest.mark.system
+def test_a_memory_error_lost_on_the_way_out_under_a_limit_is_one_line():
+    """Near `ulimit -v`, CPython may find no memory for a MemoryError and end the command with
+    "SystemError: ... returned NULL without setting an exception": it is out of memory too."""
+    import subprocess
+    import sys
+
+    script = """
+import resource
+import sys
+import bpecli.cli.app
+app = sys.modules["bpecli.cli.app"]  # (bpecli.cli's `app` is the Typer app)
+resource.setrlimit(resource.RLIMIT_AS, (8 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))
+def lost(args):
+    def run(**kwargs):
+        raise SystemError("<function Typer.__call__> returned NULL without setting an exception")
+    return run
+app._app_for = lost
+app.main()
+"""
+    done = subprocess.run([sys.executable, "-c", script, "train"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("bpecli: error: out of memory within the limit of 8,192 MB a process (ulimit -v 8388608)")
