@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..pretokenize import SAFE_CUT, is_preset, safe_blocks
+from ..pretokenize import SAFE_CUT, is_preset, safe_blocks, special_splitter
 from .options import Format
 from .render import ids_line
 
@@ -48,7 +48,7 @@ def write_ids(tok, inputs: list[str], format: Format, lines: bool, allow_special
         for number, unit in numbered:
             if len(unit) > _LONG_UNIT and _cuts_safely(tok, allow_special):  # written a block at a time
                 where = {key: number} if key else {}
-                _write_ids_line(tok, safe_blocks(unit, _LONG_UNIT), format, allow_special, name, where, stdout)
+                _write_ids_line(tok, _blocks(tok, unit, allow_special), format, allow_special, name, where, stdout)
                 continue
             ids = _encode(tok, unit, allow_special, add_special_tokens)
             stdout.write((ids_line(tok, ids, format, name, number if key else None, key or "line") + "\n").encode())
@@ -66,10 +66,21 @@ def _adds(tok) -> bool:
     return tok.vocab.adds
 
 
+def _blocks(tok, text: str, allow_special: bool) -> list[str]:
+    """text cut where it encodes as the whole: where special tokens are allowed, around each of
+    them first (a word cut, after a letter before punctuation, could fall inside <|endoftext|>),
+    then at safe cuts and word cuts (pretokenize.safe_blocks).
+
+    Example: "a<|endoftext|>b" with special tokens allowed -> ["a", "<|endoftext|>", "b"]
+    """
+    finder = special_splitter(tok.special_tokens) if allow_special else None
+    parts = finder.split(text) if finder is not None else [text]  # the tokens themselves are captured: odd places
+    return [block for i, part in enumerate(parts) for block in ([part] if i % 2 else safe_blocks(part, _LONG_UNIT)) if block]
+
+
 def _cuts_safely(tok, allow_special: bool) -> bool:
-    """Whether text cut at safe cuts (and word cuts) encodes as the whole: a preset pattern, no
-    special token that a cut could fall inside (one holding a newline or a space), and nothing
-    added to each text."""
+    """Whether text cut at safe cuts encodes as the whole: a preset pattern, no special token that a
+    cut could fall inside (one holding a newline or a space), and nothing added to each text."""
     return (is_preset(tok.pattern) and not (allow_special and any("\n" in t or " " in t for t in tok.special_tokens))
             and not _adds(tok))
 

@@ -313,3 +313,19 @@ def test_a_failed_encode_out_leaves_no_folder_it_made(gpt2_vocab, tmp_path):
     (tmp_path / "mine").mkdir()
     assert "no field 'text'" in one_line_error(run("encode", "-t", gpt2_vocab, bad, "--out", tmp_path / "mine"))
     assert (tmp_path / "mine").is_dir()  # a folder that was there stays
+
+
+def test_a_long_line_with_special_tokens_allowed_is_never_cut_inside_one(gpt2, tiktoken_gpt2, tmp_path, monkeypatch):
+    """A line past the block size is written a block at a time, cut after a letter before
+    punctuation too: with special tokens allowed, "<|endoftext|>" ("t|") is cut around, never in."""
+    import io
+
+    import bpecli.cli.ids as ids
+    from bpecli.cli.options import Format
+
+    monkeypatch.setattr(ids, "_LONG_UNIT", 10)
+    text = ("word, word" * 3 + "<|endoftext|>") * 4
+    (tmp_path / "line.txt").write_text(text)
+    out = io.BytesIO()
+    ids.write_ids(gpt2, [str(tmp_path / "line.txt")], Format.ids, False, True, "text", "strict", out, add_special_tokens=False)
+    assert list(map(int, out.getvalue().split())) == tiktoken_gpt2.encode(text, allowed_special="all")
