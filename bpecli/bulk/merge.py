@@ -275,8 +275,11 @@ def bpe_long(tables: VocabTables, text, starts, sizes):
             cluster = np.cumsum(starts_cluster) - 1
             first_lower = np.minimum.reduceat(np.where(lower, index, len(at)), np.flatnonzero(starts_cluster))
             waits = index > first_lower[cluster]
-            if waits.any():
-                put(r, at[waits])
+            if waits.any():  # with the pair after each, if of rank r: the second of "a a a", left out above
+                waiting = at[waits]
+                behind = nxt[waiting]
+                behind = behind[behind < n]
+                put(r, np.concatenate([waiting, behind[rank[behind] == r]]))
                 at, after = at[~waits], after[~waits]
         gone = nxt[at]
         symbols[at] = r

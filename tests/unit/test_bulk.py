@@ -182,6 +182,18 @@ def test_long_piece_rounds_equal_one_merge_at_a_time(gpt2, pieces):
 
 
 
+def test_long_piece_rounds_keep_the_pairs_that_wait_behind_a_lower_merge():
+    """In "aa aa aa aa aa", (aa, aa) merges at 0 and 4 only (a run of overlapping pairs), and the
+    first makes (aaaa, aa), a lower pair, so 4 waits: the pair at 6, left out as overlapping 4,
+    waits too, and merges once the lower pairs have (BPE: [aaaaaa, aaaa], not [aaaaaaaa, aa])."""
+    ranks = {bytes([b]): b for b in range(256)} | {b"aa": 256, b"aaa": 257, b"aaaaa": 262, b"aaaaaa": 263, b"aaaa": 264,
+                                                  b"aaaaaaa": 265, b"aaaaaaaa": 266}
+    piece = b"h" * 1100 + b"a" * 10  # longer than ROUNDS_PIECE: bpe_long
+    ids, _ = bpe_long(Tokenizer(ranks=ranks, pattern="gpt2")._text.tables, np.frombuffer(piece, dtype=np.uint8),
+                      np.zeros(1, dtype=np.int64), np.array([len(piece)]))
+    assert ids.tolist()[-2:] == [263, 264] == [ranks[p] for p in merge_parts(piece, ranks)][-2:]
+
+
 def test_rounds_stop_merging_a_piece_where_a_merge_makes_a_lower_pair():
     """Vocabularies where "aba" (or "bab") ranks below "ab": in "abab", merging the first "ab"
     makes (ab, a), which BPE merges next, so the second "ab" never merges ([aba, b], not [ab, ab]);
