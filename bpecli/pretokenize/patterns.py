@@ -30,11 +30,12 @@ PATTERNS = {
 }
 
 
-# Where a preset pattern surely starts a piece: after a newline that has a non-space before it
-# and an ASCII letter or digit after it. (Not any non-space after it: o200k's punctuation pieces
-# take newlines and "/" after them, so ".\n/" is one piece.) Text cut there splits into the same
-# pieces as it does whole, so it can be counted or encoded in parts.
-SAFE_CUT = r"(?<=[^\s]\n)(?=[A-Za-z0-9])"
+# Where a preset pattern surely starts a piece: after a newline that has a printable ASCII
+# character (no space) before it and an ASCII letter or digit after it. (Not any non-space after
+# it: o200k's punctuation pieces take newlines and "/" after them, so ".\n/" is one piece. Not any
+# non-space before it: read as bytes, the last byte of U+2028, a space to the presets, is none.)
+# Text cut there splits into the same pieces as it does whole, so it can be counted or encoded in parts.
+SAFE_CUT = r"(?<=[!-~]\n)(?=[A-Za-z0-9])"
 _SAFE_CUT_BYTES, _SAFE_CUT_STR = re.compile(SAFE_CUT.encode()), re.compile(SAFE_CUT)
 
 

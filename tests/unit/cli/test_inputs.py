@@ -226,8 +226,8 @@ def test_long_documents_encode_and_count_in_blocks_to_the_same_ids_and_counts(gp
 def test_a_long_document_with_no_safe_cut_is_one_block(gpt2, tiktoken_gpt2):
     from bpecli.pretokenize import safe_blocks
 
-    text = "漢字" * 800_000 + "\nNext line"  # 4.8 MB: one cut, before "Next"
-    assert [len(b) for b in safe_blocks(text.encode(), 1 << 20)] == [4_800_001, 9]
+    text = "漢字" * 800_000 + ".\nNext line"  # 4.8 MB: one cut, before "Next"
+    assert [len(b) for b in safe_blocks(text.encode(), 1 << 20)] == [4_800_002, 9]
     ids, _ = gpt2.encode_documents([text.encode()])
     assert ids.tolist() == tiktoken_gpt2.encode_ordinary(text)
 

@@ -42,15 +42,17 @@ def test_a_long_line_encodes_in_blocks_to_tiktokens_ids(gpt2, tiktoken_gpt2):
 
 # letters (ASCII and not), marks, digits, apostrophes, ASCII punctuation, a few spaces and others
 _PIECES = st.sampled_from(["a", "Z", "é", "ſ", "\u0301", "ß", "7", "'", "'s", "'LL", ".", "/", "-", "_", "`", "(", "!", "~",
-                           "\"", "#", " ", "\t", "字", "😀", "Ⅻ"])
+                           "\"", "#", " ", "\t", "字", "😀", "Ⅻ", "\n", "\nb", "\u2028", "\x85", "\xa0", "\r\n"])
 
 
 @pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
 @settings(max_examples=150, deadline=None)
 @given(text=st.lists(_PIECES, min_size=1, max_size=400).map("".join), size=st.integers(1, 40))
 @example(text="ab'sc" * 50, size=4)  # o200k's letters take 's: no cut before an apostrophe
+@example(text="ab\u2028\ncd" * 20, size=3)  # U+2028's last byte is no space to a bytes regex
 def test_text_without_spaces_cut_at_word_cuts_splits_into_the_pieces_of_the_whole(name, text, size):
-    """Text with few or no spaces is cut after a letter before punctuation too."""
+    """Text with few or no spaces is cut after a letter before punctuation too; text with
+    newlines after a newline, but not after one that follows a space."""
     pattern = regex.compile(PATTERNS[name])
     for whole in (text, text.encode()):
         blocks = safe_blocks(whole, size)
