@@ -18,7 +18,8 @@ from .tables import PieceTable, VocabTables, has_bits
 # times faster than one huge batch.
 BULK_BATCH = 1 << 22
 # What Learned keeps of long pieces is forgotten when it holds more than this many pieces, or
-# more than LONG_IDS_LIMIT of their ids (32 MB).
+# more than LONG_IDS_LIMIT of their ids (32 MB; the array holding them, which doubles as it grows,
+# at most twice that and one batch's).
 CACHE_LIMIT = 1 << 20
 LONG_IDS_LIMIT = 1 << 22
 # A learned long piece's value in Learned.long_pieces: where its ids start in Learned.long_ids,
@@ -32,10 +33,10 @@ COUNT_BITS = 4
 class Learned:
     """What one thread has encoded so far: short pieces in a PieceTable whose values point into
     one growing array of ids; long pieces in a dict, by their bytes, whose values point into
-    another. It starts from a seed (see
-    BulkEncoder.seed): the ids of every piece of one or two bytes, two slots each by code
-    (VocabTables.small_piece_ids), then of every token of up to 15 bytes, which its table holds
-    from the start (a piece that is a token is that token, and most pieces are one)."""
+    another. It starts from a seed (see BulkEncoder.seed): the ids of every piece of one or two
+    bytes, two slots each by code (VocabTables.small_piece_ids), then of every token of up to 15
+    bytes, which its table holds from the start (a piece that is a token is that token, and most
+    pieces are one)."""
 
     LIMIT = 1 << 21  # short pieces kept before starting afresh (memory stays bounded)
 

@@ -24,7 +24,7 @@ TABLE_CELLS = 1 << 18
 FEW_PIECES = 4
 # A cell of bpe_rounds' tables that holds no symbol: padding, or a symbol merged into the one before.
 HOLE = -1
-# Pieces up to this long merge in bpe_rounds (one symbol array of them all), longer ones in bpe_long.
+# Pieces up to this long merge in bpe_rounds (rows of tables), longer ones in bpe_long.
 ROUNDS_PIECE = 1024
 
 
@@ -111,17 +111,18 @@ def bpe_rounds(tables: VocabTables, text, sizes):
     total = np.concatenate(([0], np.cumsum(sorted_sizes)))
     begin = 0
     while begin < len(order):
-        # the table takes pieces begin..end-1 while rows times the widest is within the padding
-        rows = np.arange(1, len(order) - begin + 1)
-        padding = rows * sorted_sizes[begin:] - (total[begin + 1 :] - total[begin])
-        end = begin + int(np.argmin(padding <= np.maximum((total[begin + 1 :] - total[begin]) // PADDING, PADDING_CELLS)))
-        if end == begin:  # all of them fit
-            end = len(order)
-        end = min(end, begin + max(1, TABLE_CELLS // (int(sorted_sizes[end - 1]) + 2)))
+        # the table: pieces begin..end-1 (by size), as many as keep its padding within bounds and
+        # its cells, a row as wide as the widest piece, within TABLE_CELLS
+        window = min(len(order), begin + TABLE_CELLS // (int(sorted_sizes[begin]) + 2) + 1)
+        rows = np.arange(1, window - begin + 1)
+        symbols = total[begin + 1 : window + 1] - total[begin]
+        widest = sorted_sizes[begin:window]
+        fits = (rows * widest - symbols <= np.maximum(symbols // PADDING, PADDING_CELLS)) & (rows * (widest + 2) <= TABLE_CELLS)
+        misfits = np.flatnonzero(~fits)
+        end = begin + max(1, int(misfits[0]) if len(misfits) else len(fits))
         group = order[begin:end]
-        for found in _merge_rows(tables, text[spans(piece_starts[group], sizes[group])], sizes[group]):
-            rows, row_counts, row_ids = found
-            owners.append(group[rows])
+        for finished, row_counts, row_ids in _merge_rows(tables, text[spans(piece_starts[group], sizes[group])], sizes[group]):
+            owners.append(group[finished])
             counts.append(row_counts)
             ids.append(row_ids)
         begin = end
@@ -167,10 +168,10 @@ def _merge_rows(tables: VocabTables, text, sizes):
             yield owner[done], np.count_nonzero(live, axis=1), table[live].astype(np.int64)
             if merging <= FEW_PIECES:  # the last few pieces: BPE of their bytes in Python
                 decoder = tables.decoder
-                found = [encode_piece(tables, b"".join(map(decoder.__getitem__, row[row != HOLE].tolist())))
-                         for row in symbol.reshape(rows, width)[going]]
-                yield owner[going], np.array([len(ids) for ids in found], dtype=np.int64), np.array(
-                    [i for ids in found for i in ids], dtype=np.int64)
+                last = [encode_piece(tables, b"".join(map(decoder.__getitem__, row[row != HOLE].tolist())))
+                        for row in symbol.reshape(rows, width)[going]]
+                yield owner[going], np.array([len(ids) for ids in last], dtype=np.int64), np.array(
+                    [i for ids in last for i in ids], dtype=np.int64)
                 return
             owner = owner[going]
             symbol, rank, next_col, prev_col = (a.reshape(rows, width)[going].ravel() for a in (symbol, rank, next_col, prev_col))

@@ -11,13 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpecli import Tokenizer
-from bpecli.encoding.reference import merge_parts
+from bpecli.bulk import engine
+from bpecli.bulk.engine import Learned
 from bpecli.bulk.merge import bpe_long, bpe_pieces
 from bpecli.bulk.packing import group
 from bpecli.bulk.tables import NO_RANK
-from bpecli.bulk import engine
-from bpecli.bulk.engine import Learned
-
+from bpecli.encoding.reference import merge_parts
 
 
 def each_piece_ids(tables, pieces):
