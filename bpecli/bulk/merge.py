@@ -24,8 +24,10 @@ TABLE_CELLS = 1 << 18
 FEW_PIECES = 4
 # A cell of bpe_rounds' tables that holds no symbol: padding, or a symbol merged into the one before.
 HOLE = -1
-# Pieces up to this long merge in bpe_rounds (rows of tables), longer ones in bpe_long.
+# Pieces up to this long merge in bpe_rounds (rows of tables), longer ones in bpe_long, and so do
+# runs of one byte longer than RUN_PIECE.
 ROUNDS_PIECE = 1024
+RUN_PIECE = 256
 
 
 def encode_piece(tables: VocabTables, piece: bytes) -> tuple[int, ...]:
@@ -83,11 +85,17 @@ def bpe_spans(tables: VocabTables, text, starts, sizes):
     go to bpe_long, all in one call."""
     counts = np.zeros(len(sizes), dtype=np.int64)
     found = []
-    members = np.flatnonzero(sizes <= ROUNDS_PIECE)
+    linked = sizes > ROUNDS_PIECE
+    # a run of one byte ("=" * 80) merges a pair per round in bpe_rounds, in bpe_long half of it
+    maybe = np.flatnonzero(~linked & (sizes > RUN_PIECE))
+    if len(maybe):
+        run = text[spans(starts[maybe], sizes[maybe])] == np.repeat(text[starts[maybe]], sizes[maybe])
+        linked[maybe] = np.logical_and.reduceat(run, np.cumsum(sizes[maybe]) - sizes[maybe])
+    members = np.flatnonzero(~linked)
     if len(members):
         ids, counts[members] = bpe_rounds(tables, text[spans(starts[members], sizes[members])], sizes[members])
         found.append((members, ids))
-    members = np.flatnonzero(sizes > ROUNDS_PIECE)
+    members = np.flatnonzero(linked)
     if len(members):
         ids, counts[members] = bpe_long(tables, text, starts[members], sizes[members])
         found.append((members, ids))

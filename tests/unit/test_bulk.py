@@ -181,6 +181,14 @@ def test_long_piece_rounds_equal_one_merge_at_a_time(gpt2, pieces):
 
 
 
+def test_runs_of_one_byte_merge_in_the_linked_list_as_one_merge_at_a_time(gpt2):
+    """Runs of one byte past RUN_PIECE go to bpe_long (which halves a run a round) beside the
+    other pieces: the ids are BPE's, piece by piece."""
+    pieces = [ch * k for ch in (b"=", b"a", b" ", b"\xe2") for k in (2, 255, 256, 257, 300, 1000, 1024)] + [b"ab" * 200]
+    expected = [tuple(gpt2.ranks[part] for part in merge_parts(piece, gpt2.ranks)) for piece in pieces]
+    assert each_piece_ids(gpt2._text.tables, pieces) == expected
+
+
 def test_long_piece_rounds_keep_the_pairs_that_wait_behind_a_lower_merge():
     """In "aa aa aa aa aa", (aa, aa) merges at 0 and 4 only (a run of overlapping pairs), and the
     first makes (aaaa, aa), a lower pair, so 4 waits: the pair at 6, left out as overlapping 4,
