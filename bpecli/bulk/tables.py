@@ -46,12 +46,7 @@ class VocabTables:
         """What a token that holds both sides of an edge between two bytes a, b holds: for every
         a, b, whether a, b is a token (65,536 flags); for every three bytes, whether some token
         holds them in a row (2**24 bits: packed_bits). See docs/design.md, "Cuts BPE never crosses"."""
-        joined, starts, sizes, _ = self.token_arrays
-        data = np.frombuffer(joined, dtype=np.uint8)
-        two = starts[sizes == 2]
-        two_byte = np.zeros(1 << 16, dtype=bool)
-        two_byte[data[two].astype(np.int64) << 8 | data[two + 1]] = True
-        return two_byte, packed_bits(self._runs_inside_tokens(3), 1 << 24)
+        return self.byte_pair_ranks != NO_RANK, packed_bits(self._runs_inside_tokens(3), 1 << 24)
 
     def _runs_inside_tokens(self, length: int):
         """Every run of `length` bytes inside a token, as a number (its bytes, big-endian)."""
@@ -98,11 +93,11 @@ class VocabTables:
     def byte_pair_ranks(self):
         """The rank of the pair of one-byte tokens a, b at [a << 8 | b] (the two-byte token's), where
         they join to a token; NO_RANK elsewhere: BPE's first pairs without hashing."""
-        two_byte = [(token[0] << 8 | token[1], rank) for token, rank in self.ranks.items() if len(token) == 2]
+        joined, starts, sizes, values = self.token_arrays
+        data = np.frombuffer(joined, dtype=np.uint8)
+        two = np.flatnonzero(sizes == 2)
         table = np.full(1 << 16, NO_RANK, dtype=np.int32)
-        if two_byte:
-            at, ranks = np.array(two_byte, dtype=np.int64).T
-            table[at] = ranks
+        table[data[starts[two]].astype(np.int64) << 8 | data[starts[two] + 1]] = values[two]
         return table
 
     @cached_property
@@ -153,11 +148,11 @@ class VocabTables:
         cache can keep: adopt() takes them back for the same ranks."""
         pairs, short = self.pair_table, self.short_tokens
         small_ids, small_counts = self.small_piece_ids
-        two_byte, runs = self.edge_tokens
+        _, runs = self.edge_tokens  # (its two-byte flags are byte_pair_ranks')
         return {"pair_keys": pairs.keys, "pair_ranks": pairs.ranks, "pair_sorted_keys": pairs.sorted_keys,
                 "pair_sorted_ranks": pairs.sorted_ranks, "pair_crowded": pairs.crowded, "short_low": short.low, "short_high": short.high,
                 "short_value": short.value, "small_ids": small_ids, "small_counts": small_counts,
-                "inner_byte_pairs": self.inner_byte_pairs, "two_byte_tokens": two_byte, "three_byte_runs": runs,
+                "inner_byte_pairs": self.inner_byte_pairs, "three_byte_runs": runs,
                 "byte_ids": self.byte_ids, "byte_pair_ranks": self.byte_pair_ranks}
 
     def adopt(self, arrays: dict[str, np.ndarray]) -> None:
@@ -166,7 +161,7 @@ class VocabTables:
         expected = {"pair_keys": np.int64, "pair_ranks": np.int32, "pair_sorted_keys": np.int64,
                     "pair_sorted_ranks": np.int32, "pair_crowded": np.bool_, "short_low": np.uint64, "short_high": np.uint64,
                     "short_value": np.int64, "small_ids": np.int64, "small_counts": np.int64,
-                    "inner_byte_pairs": np.bool_, "two_byte_tokens": np.bool_, "three_byte_runs": np.uint8,
+                    "inner_byte_pairs": np.bool_, "three_byte_runs": np.uint8,
                     "byte_ids": np.int64, "byte_pair_ranks": np.int32}
         if set(arrays) != set(expected) or any(arrays[k].dtype != t or arrays[k].ndim != 1 for k, t in expected.items()):
             raise ValueError("not the arrays of VocabTables.arrays()")
@@ -174,8 +169,8 @@ class VocabTables:
         if not (sizes["pair_keys"] == sizes["pair_ranks"] == sizes["pair_crowded"] and sizes["pair_sorted_keys"] == sizes["pair_sorted_ranks"]
                 and sizes["short_low"] == sizes["short_high"] == sizes["short_value"]
                 and sizes["small_ids"] == 2 * sizes["small_counts"] == 2 * SMALL_CODES
-                and sizes["inner_byte_pairs"] == sizes["two_byte_tokens"] == 1 << 16
-                and sizes["three_byte_runs"] == 1 << 21 and sizes["byte_ids"] == 256 and sizes["byte_pair_ranks"] == 1 << 16
+                and sizes["inner_byte_pairs"] == sizes["byte_pair_ranks"] == 1 << 16
+                and sizes["three_byte_runs"] == 1 << 21 and sizes["byte_ids"] == 256
                 and all(_power_of_two(sizes[k]) for k in ("pair_keys", "short_low"))):
             raise ValueError("not the arrays of VocabTables.arrays()")
         base = max(self.ranks.values()) + 1
@@ -185,7 +180,7 @@ class VocabTables:
             short_tokens=PieceTable.of_arrays(arrays["short_low"], arrays["short_high"], arrays["short_value"]),
             small_piece_ids=(arrays["small_ids"], arrays["small_counts"]),
             inner_byte_pairs=arrays["inner_byte_pairs"],
-            edge_tokens=(arrays["two_byte_tokens"], arrays["three_byte_runs"]),
+            edge_tokens=(arrays["byte_pair_ranks"] != NO_RANK, arrays["three_byte_runs"]),
             byte_ids=arrays["byte_ids"],
             byte_pair_ranks=arrays["byte_pair_ranks"],
         )
