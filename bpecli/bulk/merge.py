@@ -99,11 +99,17 @@ def bpe_spans(tables: VocabTables, text, starts, sizes):
     if len(members):
         ids, counts[members] = bpe_long(tables, text, starts[members], sizes[members])
         found.append((members, ids))
+    return _in_order(counts, found), counts
+
+
+def _in_order(counts, found):
+    """The ids of pieces found in parts, piece by piece: found holds (which pieces, their ids one
+    after another) for each part; counts, how many ids each piece has."""
     out = np.empty(int(counts.sum()), dtype=np.int64)
     out_starts = np.cumsum(counts) - counts
     for members, ids in found:
         out[spans(out_starts[members], counts[members])] = ids
-    return out, counts
+    return out
 
 
 def bpe_rounds(tables: VocabTables, text, sizes):
@@ -115,7 +121,8 @@ def bpe_rounds(tables: VocabTables, text, sizes):
     order = np.argsort(sizes, kind="stable")
     sorted_sizes = sizes[order]
     piece_starts = np.cumsum(sizes) - sizes
-    owners, counts, ids = [], [], []
+    count = np.zeros(len(sizes), dtype=np.int64)
+    found = []
     total = np.concatenate(([0], np.cumsum(sorted_sizes)))
     begin = 0
     while begin < len(order):
@@ -130,16 +137,10 @@ def bpe_rounds(tables: VocabTables, text, sizes):
         end = begin + max(1, int(misfits[0]) if len(misfits) else len(fits))
         group = order[begin:end]
         for finished, row_counts, row_ids in _merge_rows(tables, text[spans(piece_starts[group], sizes[group])], sizes[group]):
-            owners.append(group[finished])
-            counts.append(row_counts)
-            ids.append(row_ids)
+            count[group[finished]] = row_counts
+            found.append((group[finished], row_ids))
         begin = end
-    owner = np.concatenate([np.zeros(0, dtype=np.int64), *owners])
-    count = np.zeros(len(sizes), dtype=np.int64)
-    count[owner] = np.concatenate([np.zeros(0, dtype=np.int64), *counts])
-    out = np.empty(int(count.sum()), dtype=np.int64)
-    out[spans((np.cumsum(count) - count)[owner], count[owner])] = np.concatenate([np.zeros(0, dtype=np.int64), *ids])
-    return out, count
+    return _in_order(count, found), count
 
 
 def _merge_rows(tables: VocabTables, text, sizes):
