@@ -36,7 +36,7 @@ def train(
     out: Annotated[Path, typer.Option(help="Folder to write the tokenizer files into.")],
     special: Annotated[list[str], typer.Option(help="A special token, repeatable; it separates documents.")] = [],
     pattern: Annotated[str, typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex.")] = "gpt2",
-    workers: Annotated[int, whole_option(1, help="Processes that count pre-tokens (at most the CPUs this process may use).", show_default="all of them")] = cpus(),
+    workers: Annotated[int, whole_option(1, help="Processes that count pre-tokens, then threads that share the merge loop (at most the CPUs this process may use).", show_default="all of them")] = cpus(),
     scheduler: SchedulerOption = None,
     normalize: Annotated[list[str], typer.Option(help="Normalize text first: nfc, nfd, nfkc, nfkd, lowercase (repeatable or comma-separated; in order). Encode applies it too.")] = [],
     add_prefix_space: Annotated[bool, typer.Option("--add-prefix-space", help="A space before each text that does not start with one, so its first word is counted and encoded as any other (Hugging Face's add_prefix_space, written into tokenizer.json).")] = False,

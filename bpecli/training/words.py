@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..arrays import with_room, without_overlaps
+from ..parallel.threads import Threads
 from .counting import PieceCounts
 from .pairs import BLOCK, NO_PAIR, _Items, _Pairs
 
@@ -34,6 +35,7 @@ class _Words:
 
     def __init__(self, symbols, nxt, prv, weight):
         self.symbols, self.nxt, self.prv, self.weight = symbols, nxt, prv, weight
+        self.threads = Threads(1)  # the threads that share the large steps (train_bpe gives more)
         self.pair_at = np.zeros(len(symbols), dtype=np.int32)
         # room for every position at once: a large zeroed array's pages take memory only once written
         self.found = np.zeros(3 * len(symbols), dtype=np.int32)
@@ -84,7 +86,7 @@ class _Words:
         if len(batch) == 1:
             best = batch[0]
             made_at = self.found[self.items.found_from[best] : self.items.found_from[best + 1]].astype(np.intp)
-            at = made_at[pair_at[made_at] == best]
+            at = made_at[self.threads.take(pair_at, made_at) == best]
             if pairs.items.left[best] == pairs.items.right[best]:  # "aaa": 0 and 1 overlap; 0 goes first
                 at = without_overlaps(at, nxt)
             member: Any = 0  # the pair of batch each occurrence is of
@@ -92,25 +94,16 @@ class _Words:
             spans = [(self.items.found_from[p], self.items.found_from[p + 1]) for p in batch]
             made_at = np.concatenate([self.found[a:b] for a, b in spans]).astype(np.intp)
             member = np.repeat(np.arange(len(batch)), [b - a for a, b in spans])
-            kept = pair_at[made_at] == np.array(batch)[member]
+            kept = self.threads.take(pair_at, made_at) == np.array(batch)[member]
             at, member = made_at[kept], member[kept]
-        w = self.weight[at]
-        before, right = prv[at].astype(np.intp), nxt[at].astype(np.intp)
-        after = nxt[right].astype(np.intp)
         # 1. The pair before each occurrence, (x, a), and the one after it, (b, y), are lost
+        w, before, right, after, lost = self._read_around(at)
         weights = np.concatenate((w, w))  # before's and right's: a word's positions share its weight
-        lost = pair_at[np.concatenate((before, right))]
         # 2. Relink: a's position takes the new token, b's dies.
-        symbols[at] = member + first_new
-        symbols[right] = -1
-        pair_at[at] = NO_PAIR
-        pair_at[right] = NO_PAIR
-        nxt[at] = after
-        prv[after] = at
-        prv[-1] = -1
+        self._relink(at, right, after, member + first_new)
         # Side by side ("ab ab") the pair after one is the pair before the next, whose b died: it
         # is lost once. (No neighbour, -1, reads as symbol -1 and NO_PAIR too.)
-        x, y = symbols[before], symbols[after]
+        x, y = self.threads.take(symbols, before), self.threads.take(symbols, after)
         lost[: len(at)][x < 0] = NO_PAIR
         np.subtract.at(pairs.count, lost.astype(np.intp), weights)
         pairs.count[batch] = 0
@@ -128,6 +121,40 @@ class _Words:
         if tokens <= 1 << 16:  # the other tokens fit 16 bits, which numpy's stable sort sorts by radix
             other = other.astype(np.uint16)
         self._number(pairs, first_new, tokens, made, keys, other, weights[real])
+
+    def _read_around(self, at):
+        """(weight, before, right, after, lost) of the occurrences at positions at: the word's
+        weight, the positions before a, of b and after b, and the pairs there (before's, then b's)."""
+        n = len(at)
+        w = np.empty(n, dtype=np.int64)
+        before, right, after = (np.empty(n, dtype=np.intp) for _ in range(3))
+        lost = np.empty(2 * n, dtype=np.int32)
+        weight, nxt, prv, pair_at = self.weight, self.nxt, self.prv, self.pair_at
+
+        def read(lo, hi):
+            a = at[lo:hi]
+            w[lo:hi], before[lo:hi], right[lo:hi] = weight[a], prv[a], nxt[a]
+            after[lo:hi] = nxt[right[lo:hi]]
+            lost[lo:hi], lost[n + lo : n + hi] = pair_at[before[lo:hi]], pair_at[right[lo:hi]]
+
+        self.threads.in_parts(n, read)
+        return w, before, right, after, lost
+
+    def _relink(self, at, right, after, new) -> None:
+        """a's position (at) takes the new token, b's (right) dies, and the two around are linked."""
+        symbols, nxt, prv, pair_at = self.symbols, self.nxt, self.prv, self.pair_at
+
+        def write(lo, hi):
+            a, r, f = at[lo:hi], right[lo:hi], after[lo:hi]
+            symbols[a] = new if np.ndim(new) == 0 else new[lo:hi]
+            symbols[r] = -1
+            pair_at[a] = NO_PAIR
+            pair_at[r] = NO_PAIR
+            nxt[a] = f
+            prv[f] = a
+
+        self.threads.in_parts(len(at), write)
+        prv[-1] = -1
 
     def _merge_few(self, best: int, made_at: list[int], pairs: _Pairs, new: int) -> None:
         """merge() for a pair made at FEW positions or fewer, step by step in Python (most merges of
@@ -220,7 +247,7 @@ class _Words:
         # Sorted by the other token alone: the keys of one (member, side) come together, positions
         # ascending, and a stable sort keeps each key's together and ascending.
         order = other.argsort(kind="stable")
-        keys, made, weights = keys[order], made[order], weights[order]
+        keys, made, weights = (self.threads.take(a, order) for a in (keys, made, weights))
         starts_group = np.empty(len(keys), dtype=bool)
         starts_group[0] = True
         np.not_equal(keys[1:], keys[:-1], out=starts_group[1:])
@@ -229,7 +256,7 @@ class _Words:
         new, side = (code >> 1) + first_new, code & 1
         left, right = np.where(side, other, new), np.where(side, new, other)
         first_id = pairs.add(left, right, np.add.reduceat(weights, first))
-        self.pair_at[made] = np.add.accumulate(starts_group, dtype=np.int64) + (first_id - 1)
+        self.threads.put(self.pair_at, made, np.add.accumulate(starts_group, dtype=np.int32) + np.int32(first_id - 1))
         self._keep(first_id, made, first)
 
     def _keep(self, first_id: int, made, first) -> None:

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpecli import train, train_bpe
+from bpecli.parallel import threads as threads_module
 from bpecli.training import merges as merges_module, pairs as pairs_module, words as words_module
 from bpecli.training.pairs import _descending, tie_break_key
 
@@ -243,3 +244,21 @@ def test_without_special_tokens_the_literal_endoftext_is_text_to_train_on(tmp_pa
     corpus.write_text(text)
     counts = Counter(regex.findall(PATTERNS["gpt2"], text))
     assert train([str(corpus)], vocab_size=256 + 30, special_tokens=[]).merges == naive_train_bpe(counts, 30)
+
+
+def test_two_threads_share_the_large_steps_and_merge_as_one(fixtures, monkeypatch):
+    """train_bpe(threads=2) splits each large gather and scatter of the merge loop between two
+    threads; with every step split, however small, the merges are still the textbook loop's."""
+    monkeypatch.setattr(threads_module, "LEAST_SHARED", 2)
+    shared = []
+    in_parts = threads_module.Threads.in_parts
+
+    def counted(self, n, work):
+        shared.append(self.count > 1 and n >= 2)
+        in_parts(self, n, work)
+
+    monkeypatch.setattr(threads_module.Threads, "in_parts", counted)
+    words = Counter(fixtures.joinpath("corpus.en").read_text(encoding="utf-8")[:20000].split(" "))
+    counts = {" " + w: n for w, n in words.items() if w}
+    assert train_bpe(counts, vocab_size=256 + 300, threads=2) == naive_train_bpe(counts, 300)
+    assert sum(shared) > 100
