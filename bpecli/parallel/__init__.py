@@ -1,5 +1,6 @@
 """Run a function over parts in order: in this process, in local worker processes (local.py), or
-on the workers of a Dask cluster (dask.py)."""
+on the workers of a Dask cluster (dask.py). threads.py shares one numpy step between threads of
+this process."""
 
 from __future__ import annotations
 

@@ -9,55 +9,60 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
-# Below this many items a step runs in the calling thread alone: handing half of it to another
-# thread costs about what it saves.
-LEAST_SHARED = 1 << 16
+from . import available_cpus
+
+# A step is cut into slices of at least this many items, one per thread: below that, handing a
+# slice to another thread costs about what it saves (measured: docs/performance.md).
+LEAST_SLICE = 1 << 15
 
 
 class Threads:
-    """count threads (this one and count - 1 more) that share steps (see in_parts)."""
+    """count threads (this one and count - 1 more, no more than the CPUs) that share steps (see in_slices)."""
 
     def __init__(self, count: int = 1):
-        self.count = max(1, count)
+        self.count = max(1, min(count, available_cpus()))
         self._pool = ThreadPoolExecutor(self.count - 1, thread_name_prefix="bpecli") if self.count > 1 else None
 
-    def in_parts(self, n: int, work: Callable[[int, int], None]) -> None:
-        """work(lo, hi) over [0, n), in self.count parts at once when n is large: each part must
-        touch only its own items' places in the arrays it writes.
+    def in_slices(self, n: int, work: Callable[[int, int], None]) -> None:
+        """work(lo, hi) over [0, n), in slices run at once, one per thread, each at least
+        LEAST_SLICE items: each must touch only its own items' places in the arrays it writes.
 
-        Example: in_parts(10, work) with 2 threads -> work(5, 10) on the other thread, work(0, 5) here
+        Example: in_slices(100_000, work) with 2 threads -> work(50_000, 100_000) on the other
+        thread, work(0, 50_000) on this one
         """
-        if self._pool is None or n < LEAST_SHARED:
+        slices = min(self.count, n // LEAST_SLICE)
+        if self._pool is None or slices < 2:
             work(0, n)
             return
-        bounds = [n * k // self.count for k in range(self.count + 1)]
+        bounds = [n * k // slices for k in range(slices + 1)]
         others = [self._pool.submit(work, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
         try:
             work(bounds[0], bounds[1])
         finally:
-            wait(others)  # no thread is left writing when this returns or raises
+            _wait_through_interrupts(others)  # no thread is left writing when this returns or raises
         for future in others:
             future.result()
 
-    def take(self, array, index, dtype=None):
-        """array[index] (as dtype, if given), its parts read at once."""
-        out = np.empty(len(index), dtype=dtype or array.dtype)
+    def take(self, array, index):
+        """array[index], its slices read at once."""
+        out = np.empty(len(index), dtype=array.dtype)
 
         def read(lo, hi):
             out[lo:hi] = array[index[lo:hi]]
 
-        self.in_parts(len(index), read)
+        self.in_slices(len(index), read)
         return out
 
     def put(self, array, index, values) -> None:
-        """array[index] = values, its parts written at once (index holds no place twice)."""
+        """array[index] = values, its slices written at once (index holds no place twice)."""
 
         def write(lo, hi):
             array[index[lo:hi]] = values[lo:hi]
 
-        self.in_parts(len(index), write)
+        self.in_slices(len(index), write)
 
     def close(self) -> None:
+        """End the other threads (they hold no work by then: each step waits for its slices)."""
         if self._pool is not None:
             self._pool.shutdown()
 
@@ -66,3 +71,17 @@ class Threads:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _wait_through_interrupts(futures) -> None:
+    """Wait for futures to end even through Ctrl-C (a slice takes milliseconds), then raise the
+    last interrupt, if any."""
+    interrupt = None
+    while True:
+        try:
+            wait(futures)
+            break
+        except KeyboardInterrupt as error:
+            interrupt = error
+    if interrupt is not None:
+        raise interrupt

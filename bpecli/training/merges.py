@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..errors import BpecliError, arg
+from ..parallel.threads import Threads
 from ..vocab import MAX_ID
 from .counting import PieceCounts
 from .pairs import _Pairs
-from ..parallel.threads import Threads
 from .words import _Words, number_byte_pairs
 
 _MAX_VOCAB = MAX_ID + 1  # ids 0 to MAX_ID
@@ -35,15 +35,15 @@ def train_bpe(
     vocab_size: int,
     special_tokens: Sequence[str] = (),
     min_frequency: int = 0,
-    threads: int = 1,
+    num_threads: int = 1,
     progress=None,
 ) -> list[tuple[bytes, bytes]]:
     """The merges of a byte-level BPE trained on pre-token counts, best first.
 
     counts: {piece: count}, pieces as str or bytes (the pre-tokens of a corpus, counted). vocab_size
     counts the 256 bytes, the merges and the special tokens. Ties go to the lexicographically
-    greatest pair of byte strings, as in the CS336 reference. threads: how many threads share
-    the large steps of the merge loop; the merges are the same for any number.
+    greatest pair of byte strings, as in the CS336 reference. num_threads: how many threads share
+    the large steps of the merge loop (no more than the CPUs); the merges are the same for any number.
     Example: {"aaabdaaabac": 1} with vocab_size 259 -> [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")]
     """
     n_merges = merges_wanted(vocab_size, special_tokens)
@@ -53,12 +53,13 @@ def train_bpe(
     words = _Words.of(counts)
     pairs = _Pairs(n_merges)
     number_byte_pairs(words, pairs)
-    with Threads(threads) as words.threads:
+    # 3. Merge the best pair (and those known to follow it), n_merges times or until no pair is frequent enough.
+    with Threads(num_threads) as words.threads:
         return _merge_loop(words, pairs, n_merges, min_frequency, progress)
 
 
 def _merge_loop(words: _Words, pairs: _Pairs, n_merges: int, min_frequency: int, progress) -> list[tuple[bytes, bytes]]:
-    # 3. Merge the best pair (and those known to follow it), n_merges times or until no pair is frequent enough.
+    """train_bpe's step 3 over the words and pairs numbered: the merges, best first."""
     fewest = max(min_frequency, 1)
     while len(pairs.merges) < n_merges:
         best = pairs.best()

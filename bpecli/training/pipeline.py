@@ -88,7 +88,7 @@ def train(
     # 4. Merge.
     with progress_bar(progress, "merging", n_merges, "merge") as bar:
         merges = train_bpe(counts, vocab_size=vocab_size, special_tokens=special_tokens, min_frequency=min_frequency,
-                           threads=parallelism(workers), progress=bar)
+                           num_threads=parallelism(workers), progress=bar)
     # 5. The vocabulary: the 256 bytes, the merges in order, the special tokens last.
     ranks = {bytes([b]): b for b in range(256)}
     for left, right in merges:

@@ -137,7 +137,7 @@ class _Words:
             after[lo:hi] = nxt[right[lo:hi]]
             lost[lo:hi], lost[n + lo : n + hi] = pair_at[before[lo:hi]], pair_at[right[lo:hi]]
 
-        self.threads.in_parts(n, read)
+        self.threads.in_slices(n, read)
         return w, before, right, after, lost
 
     def _relink(self, at, right, after, new) -> None:
@@ -153,7 +153,7 @@ class _Words:
             nxt[a] = f
             prv[f] = a
 
-        self.threads.in_parts(len(at), write)
+        self.threads.in_slices(len(at), write)
         prv[-1] = -1
 
     def _merge_few(self, best: int, made_at: list[int], pairs: _Pairs, new: int) -> None:

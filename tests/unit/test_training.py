@@ -247,18 +247,19 @@ def test_without_special_tokens_the_literal_endoftext_is_text_to_train_on(tmp_pa
 
 
 def test_two_threads_share_the_large_steps_and_merge_as_one(fixtures, monkeypatch):
-    """train_bpe(threads=2) splits each large gather and scatter of the merge loop between two
-    threads; with every step split, however small, the merges are still the textbook loop's."""
-    monkeypatch.setattr(threads_module, "LEAST_SHARED", 2)
+    """train_bpe(num_threads=2) cuts each large gather and scatter of the merge loop between two
+    threads; with every step cut, however small, the merges are still the textbook loop's."""
+    monkeypatch.setattr(threads_module, "LEAST_SLICE", 1)
+    monkeypatch.setattr(threads_module, "available_cpus", lambda: 2)
     shared = []
-    in_parts = threads_module.Threads.in_parts
+    in_slices = threads_module.Threads.in_slices
 
     def counted(self, n, work):
         shared.append(self.count > 1 and n >= 2)
-        in_parts(self, n, work)
+        in_slices(self, n, work)
 
-    monkeypatch.setattr(threads_module.Threads, "in_parts", counted)
+    monkeypatch.setattr(threads_module.Threads, "in_slices", counted)
     words = Counter(fixtures.joinpath("corpus.en").read_text(encoding="utf-8")[:20000].split(" "))
     counts = {" " + w: n for w, n in words.items() if w}
-    assert train_bpe(counts, vocab_size=256 + 300, threads=2) == naive_train_bpe(counts, 300)
+    assert train_bpe(counts, vocab_size=256 + 300, num_threads=2) == naive_train_bpe(counts, 300)
     assert sum(shared) > 100
