@@ -39,6 +39,9 @@ class Learned:
     pieces are one)."""
 
     LIMIT = 1 << 21  # short pieces kept before starting afresh (memory stays bounded)
+    long_pieces: dict[bytes, int]
+    long_ids: np.ndarray
+    long_used: int
 
     def __init__(self, seed_ids, seed_table: PieceTable):
         self.seed_table = seed_table
@@ -47,8 +50,7 @@ class Learned:
         self.ids = np.empty(max(1 << 16, 2 * self.seeded), dtype=np.int64)
         self.ids[: self.seeded] = seed_ids
         self.used = self.seeded
-        self.long_pieces: dict[bytes, int] = {}
-        self.long_ids, self.long_used = np.empty(1 << 16, dtype=np.int64), 0
+        self._forget_long_pieces()
 
     def short_ids(self, tables: VocabTables, low, high, mixed):
         """(where the ids of each packed piece start in self.ids, how many it has); BPE for the
@@ -67,7 +69,7 @@ class Learned:
         """Where the ids of each long piece are in self.long_ids (start << LONG_COUNT_BITS | count);
         BPE for the distinct pieces the dict lacks, which it keeps."""
         if len(self.long_pieces) > CACHE_LIMIT or self.long_used > LONG_IDS_LIMIT:  # start afresh
-            self.long_pieces, self.long_ids, self.long_used = {}, np.empty(1 << 16, dtype=np.int64), 0
+            self._forget_long_pieces()
         value = np.fromiter(map(self.long_pieces.get, pieces, repeat(-1)), dtype=np.int64, count=len(pieces))
         cold = np.flatnonzero(value < 0)
         if len(cold):
@@ -79,6 +81,9 @@ class Learned:
             self.long_used += len(ids)
             self.long_pieces.update(zip(new, value[cold].tolist()))
         return value
+
+    def _forget_long_pieces(self) -> None:
+        self.long_pieces, self.long_ids, self.long_used = {}, np.empty(1 << 16, dtype=np.int64), 0
 
     def keep(self, flat) -> int:
         """Append ids to self.ids; where they start."""

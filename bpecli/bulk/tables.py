@@ -46,7 +46,12 @@ class VocabTables:
         """What a token that holds both sides of an edge between two bytes a, b holds: for every
         a, b, whether a, b is a token (65,536 flags); for every three bytes, whether some token
         holds them in a row (2**24 bits: packed_bits). See docs/design.md, "Cuts BPE never crosses"."""
-        return self.byte_pair_ranks != NO_RANK, packed_bits(self._runs_inside_tokens(3), 1 << 24)
+        return self.byte_pair_ranks != NO_RANK, self.three_byte_runs
+
+    @cached_property
+    def three_byte_runs(self):
+        """For every three bytes, whether some token holds them in a row (2**24 bits: packed_bits)."""
+        return packed_bits(self._runs_inside_tokens(3), 1 << 24)
 
     def _runs_inside_tokens(self, length: int):
         """Every run of `length` bytes inside a token, as a number (its bytes, big-endian)."""
@@ -148,11 +153,10 @@ class VocabTables:
         cache can keep: adopt() takes them back for the same ranks."""
         pairs, short = self.pair_table, self.short_tokens
         small_ids, small_counts = self.small_piece_ids
-        _, runs = self.edge_tokens  # (its two-byte flags are byte_pair_ranks')
         return {"pair_keys": pairs.keys, "pair_ranks": pairs.ranks, "pair_sorted_keys": pairs.sorted_keys,
                 "pair_sorted_ranks": pairs.sorted_ranks, "pair_crowded": pairs.crowded, "short_low": short.low, "short_high": short.high,
                 "short_value": short.value, "small_ids": small_ids, "small_counts": small_counts,
-                "inner_byte_pairs": self.inner_byte_pairs, "three_byte_runs": runs,
+                "inner_byte_pairs": self.inner_byte_pairs, "three_byte_runs": self.three_byte_runs,
                 "byte_ids": self.byte_ids, "byte_pair_ranks": self.byte_pair_ranks}
 
     def adopt(self, arrays: dict[str, np.ndarray]) -> None:
@@ -180,7 +184,7 @@ class VocabTables:
             short_tokens=PieceTable.of_arrays(arrays["short_low"], arrays["short_high"], arrays["short_value"]),
             small_piece_ids=(arrays["small_ids"], arrays["small_counts"]),
             inner_byte_pairs=arrays["inner_byte_pairs"],
-            edge_tokens=(arrays["byte_pair_ranks"] != NO_RANK, arrays["three_byte_runs"]),
+            three_byte_runs=arrays["three_byte_runs"],
             byte_ids=arrays["byte_ids"],
             byte_pair_ranks=arrays["byte_pair_ranks"],
         )
