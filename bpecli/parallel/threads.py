@@ -30,8 +30,8 @@ class Threads:
         Example: in_slices(100_000, work) with 2 threads -> work(50_000, 100_000) on the other
         thread, work(0, 50_000) on this one
         """
-        slices = min(self.count, n // LEAST_SLICE)
-        if self._pool is None or slices < 2:
+        slices = self._slices(n)
+        if self._pool is None or slices < 2:  # (one thread has no pool)
             work(0, n)
             return
         bounds = [n * k // slices for k in range(slices + 1)]
@@ -45,6 +45,8 @@ class Threads:
 
     def take(self, array, index):
         """array[index], its slices read at once."""
+        if self._slices(len(index)) < 2:  # read here whole, into no array but its own
+            return array[index]
         out = np.empty(len(index), dtype=array.dtype)
 
         def read(lo, hi):
@@ -60,6 +62,10 @@ class Threads:
             array[index[lo:hi]] = values[lo:hi]
 
         self.in_slices(len(index), write)
+
+    def _slices(self, n: int) -> int:
+        """How many slices a step of n items is cut into (1: it runs here whole)."""
+        return max(1, min(self.count, n // LEAST_SLICE))
 
     def close(self) -> None:
         """End the other threads (they hold no work by then: each step waits for its slices)."""
