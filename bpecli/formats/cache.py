@@ -20,6 +20,7 @@ import os
 import re
 import sys
 import threading
+import zlib
 from pathlib import Path
 
 from .. import folders
@@ -112,13 +113,8 @@ def load_tables(vocab: Vocab) -> dict | None:
     if path is None:
         return None
     try:
-        import io
-
-        import numpy as np
-
         data, _ = folders.read_regular(path, folders.MAX_FILE_BYTES)
-        with np.load(io.BytesIO(data), allow_pickle=False) as kept:  # (each array's CRC is checked as it is read)
-            return {name: kept[name] for name in kept.files}
+        return _arrays_of(data)
     except Exception:  # none kept, or damaged: the tables are built instead
         return None
 
@@ -129,15 +125,43 @@ def store_tables(vocab: Vocab, arrays: dict) -> None:
     if path is None:
         return
     try:
-        import io
-
-        import numpy as np
-
-        buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
-        _write(path, buffer.getvalue())
+        _write(path, _entry_of(arrays))
     except (OSError, ValueError):
         pass
+
+
+# A tables entry: the crc32 of all that follows it (4 bytes, little-endian), the length of the
+# header (4 bytes), the header (marshal of each array's name, dtype and length), then each array's
+# bytes in the header's order, each from an offset that is a multiple of ARRAY_ALIGN. Loading it
+# is one read and one checksum: the arrays are views of the bytes read, never copied (npz copied
+# each array twice and parsed a zip, 0.05 s of every run for cl100k_base's 33 MB).
+ARRAY_ALIGN = 64
+
+
+def _entry_of(arrays: dict) -> bytes:
+    header = marshal.dumps([(name, a.dtype.str, len(a)) for name, a in arrays.items()])
+    chunks, at = [len(header).to_bytes(4, "little"), header], 8 + len(header)
+    for a in arrays.values():
+        chunks.append(bytes(-at % ARRAY_ALIGN))
+        at += -at % ARRAY_ALIGN + a.nbytes
+        chunks.append(a.tobytes())
+    body = b"".join(chunks)
+    return zlib.crc32(body).to_bytes(4, "little") + body
+
+
+def _arrays_of(data: bytes) -> dict:
+    """The arrays of a tables entry (read-only views of data); a ValueError where it is damaged."""
+    import numpy as np
+
+    if len(data) < 8 or zlib.crc32(memoryview(data)[4:]) != int.from_bytes(data[:4], "little"):
+        raise ValueError("damaged")
+    size = int.from_bytes(data[4:8], "little")
+    arrays, at = {}, 8 + size
+    for name, dtype, length in marshal.loads(data[8 : 8 + size]):
+        at += -at % ARRAY_ALIGN
+        arrays[name] = np.frombuffer(data, dtype=np.dtype(dtype), count=length, offset=at)
+        at += arrays[name].nbytes
+    return arrays
 
 
 def _tables_path(vocab: Vocab) -> Path | None:
