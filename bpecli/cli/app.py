@@ -69,9 +69,17 @@ _APP = dict(
     add_completion=True,  # --install-completion for bash, zsh, fish and PowerShell
     pretty_exceptions_enable=False,
 )
+# Each command in the list `bpecli --help` shows, in one line (its own --help says more)
+SUMMARIES = {
+    commands.train: "Train a byte-level BPE tokenizer on a corpus, into --out.",
+    commands.encode: "Encode text to token ids; with --out, a corpus to training shards.",
+    commands.decode: "Decode token ids, or a shard, back to text.",
+    commands.inspect: "Show a tokenizer, how a text splits, or a shard folder.",
+    commands.bench: "Time encoding and decoding of a corpus beside a peer tokenizer.",
+}
 app = typer.Typer(**_APP)  # type: ignore[arg-type]
-for _command in (commands.train, commands.encode, commands.decode, commands.inspect, commands.bench):
-    app.command(cls=_Command, context_settings=HELP)(_command)
+for _command, _summary in SUMMARIES.items():
+    app.command(cls=_Command, context_settings=HELP, short_help=_summary)(_command)
 
 
 def _app_for(args: list[str]) -> typer.Typer:

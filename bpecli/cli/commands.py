@@ -113,8 +113,8 @@ def encode(
     special_ids: SpecialIdsOption = None,
 ) -> None:
     """Encode text to token ids, printed on one line per text input (or per line with --lines) and
-    per JSONL line or Parquet row;
-    with --out, encode a corpus into .npy shards (one document after another, each followed by --eot).
+    per JSONL line or Parquet row; with --out, encode a corpus into shards (.npy, or llm.c's or
+    nanoGPT's .bin: one document after another, each followed by --eot).
 
     \b
     Examples:
