@@ -99,7 +99,7 @@ def encode(
     shard_tokens: Annotated[int, whole_option(1, help="Tokens per shard (the last one holds the rest).")] = 100_000_000,
     workers: Annotated[int, whole_option(1, help="Processes that encode, with --out (at most the CPUs this process may use).", show_default="all of them")] = cpus(),
     scheduler: SchedulerOption = None,
-    eot: Annotated[Optional[str], typer.Option(help="Token written after every document: a special token, an id, or none.", show_default="<|endoftext|> if the tokenizer has it")] = None,
+    eot: Annotated[Optional[str], typer.Option(help="Token written after every document: a special token, an id, or none (documents back to back).", show_default="<|endoftext|>; an error if the tokenizer has none")] = None,
     text_column: Annotated[str, typer.Option(help="The text field of .jsonl and .parquet inputs.")] = "text",
     dtype: Annotated[Dtype, typer.Option(help="Shard dtype: auto is uint16 when every id fits, else uint32.")] = Dtype.auto,
     shard_format: Annotated[ShardFormat, typer.Option(help="npy: .npy files; llmc: llm.c's .bin (256 int32 header: magic, version, token count); nanogpt: one raw train.bin (and val.bin).")] = ShardFormat.npy,
@@ -139,12 +139,14 @@ def encode(
         stdout.flush()
         return
     from ..inputs.spool import streams_spooled
-    from ..shards.run import resolve_eot, resolve_token
+    from ..shards.run import no_eot_error, resolve_eot, resolve_token
     from ..shards import write_shards
 
     eot_id, bos_id = resolve_eot(tok, eot), resolve_token(tok, bos, "bos")
     if add_special_tokens and tok.template is not None:
         bos_id, eot_id = _template_ends(tok, bos_id, eot_id, bos_given=bos is not None, eot_given=eot is not None)
+    if eot is None and eot_id is None:
+        raise no_eot_error()
     with streams_spooled(inputs or ["-"], separators=document_separators(tok.special_tokens), errors=errors.value) as pairs:
         run = write_shards(
             tok, pairs, out, shard_tokens=shard_tokens, workers=workers, scheduler=scheduler, eot=eot_id, text_column=text_column,

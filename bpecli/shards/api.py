@@ -49,7 +49,8 @@ def write_shards(
       "llmc" (llm.c's .bin) or "nanogpt" (one raw train.bin, and val.bin).
     - dtype: "auto" (uint16 when every id fits, else uint32), "uint16" or "uint32".
     - eot, bos: the token written after (before) every document: a special token ("<|endoftext|>"),
-      an id, or None for nothing. eot="auto" is <|endoftext|> if the tokenizer has it, else nothing.
+      an id, or None for nothing. eot="auto" is <|endoftext|>, an error where the tokenizer has
+      none (name another, or None to write the documents back to back).
     - val_fraction: put about this fraction of the documents (chosen by a hash of their text, so the
       same ones every run) into val_* shards, the rest into train_*.
     - text_column: the text field of JSONL and Parquet; errors: invalid UTF-8 stops the run
@@ -89,12 +90,15 @@ def write_shards(
 
 def token_id(tokenizer: Tokenizer, token: str | int | None, name: str) -> int | None:
     """The id of a token written around every document, given as text or as an id; None (or
-    "none") for nothing, and "auto" (eot's default) for <|endoftext|> if the tokenizer has it.
+    "none") for nothing, and "auto" (eot's default) for <|endoftext|> (an error where the tokenizer
+    has none: see run.no_eot_error).
 
     Example (GPT-2): "auto" -> 50256; "<|endoftext|>" -> 50256; 50256 -> 50256; None -> None
     """
     if token == "auto" and name == "eot":
-        return tokenizer.special_tokens.get(DEFAULT_EOT)
+        if DEFAULT_EOT not in tokenizer.special_tokens:
+            raise run.no_eot_error()
+        return tokenizer.special_tokens[DEFAULT_EOT]
     if isinstance(token, bool) or not isinstance(token, (str, int, type(None))):
         raise BpecliError(f"{arg(name)} {token!r}: expected a special token, an id or None")
     if isinstance(token, int):

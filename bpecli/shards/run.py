@@ -61,6 +61,14 @@ def resolve_eot(tokenizer: Tokenizer, eot: str | None) -> int | None:
     return resolve_token(tokenizer, eot, "eot")
 
 
+def no_eot_error() -> BpecliError:
+    """The error where no eot was named and the tokenizer has no <|endoftext|>: the shards would
+    run every document into the next with nothing between them, which a caller must ask for."""
+    return BpecliError(f"this tokenizer has no {DEFAULT_EOT} to write after each document, so the shards would run "
+                       f"documents together: name the token with {arg('eot')} (a special token or an id), or use "
+                       f"{arg('eot', 'none')} to write them back to back")
+
+
 def resolve_token(tokenizer: Tokenizer, token: str | None, name: str = "bos") -> int | None:
     """The id of a token written around every document: None or "none" is nothing; else a
     special token or an id of the tokenizer. name is the argument it was given as, for the error."""

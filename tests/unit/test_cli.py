@@ -487,6 +487,18 @@ def test_decode_reads_llm_c_shards(gpt2_vocab, tmp_path):
     assert "no llm.c header" in one_line_error(run("decode", "-t", gpt2_vocab, tmp_path / "bad.bin"))
 
 
+def test_encode_out_never_runs_documents_together_unasked(tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("alpha beta<|endoftext|>gamma delta", encoding="utf-8")
+    assert run("train", corpus, "--vocab-size", "270", "--out", tmp_path / "tok", "-q").exit_code == 0  # no special token
+    message = one_line_error(run("encode", "-t", tmp_path / "tok", corpus, "--out", tmp_path / "o", "-q"))
+    assert "no <|endoftext|>" in message and "--eot none" in message
+    assert not (tmp_path / "o").exists()
+    assert run("encode", "-t", tmp_path / "tok", corpus, "--out", tmp_path / "o", "--eot", "none", "-q").exit_code == 0
+    decoded = run("decode", "-t", tmp_path / "tok", tmp_path / "o" / "shard_00000.npy")
+    assert decoded.stdout == "alpha betagamma delta"  # as asked: back to back
+
+
 def test_encode_out_for_nanogpt_with_a_validation_split_and_bos(gpt2_vocab, tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"document {i}<|endoftext|>" for i in range(300)), encoding="utf-8")

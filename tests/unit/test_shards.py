@@ -153,6 +153,18 @@ def test_eot_none_and_uint32(gpt2, tmp_path):
     assert ids.dtype == np.uint32 and ids.tolist() == [31373, 995, 31373]
 
 
+def test_the_default_eot_is_an_error_where_the_tokenizer_has_none(tmp_path):
+    import bpecli
+
+    path = tmp_path / "a.txt"
+    path.write_text("hello world<|endoftext|>hello", encoding="utf-8")
+    plain = bpecli.train([str(path)], vocab_size=260)
+    with pytest.raises(BpecliError, match=r"no <\|endoftext\|> .* eot='none'"):
+        bpecli.write_shards(plain, str(path), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert bpecli.write_shards(plain, str(path), tmp_path / "out", eot=None).manifest["eot"] is None
+
+
 def test_verify_names_the_changed_shard(gpt2, sample_file, tmp_path):
     out = tmp_path / "out"
     write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, eot=EOT)
