@@ -159,6 +159,9 @@ def shards_summary(run, out: Path, quiet: bool, as_json: bool) -> None:
     from ..shards.run import rates
 
     m = run.manifest
+    if "splits" in m and not m["splits"]["val"]["documents"]:  # said even with --quiet: no val shards to read
+        note(f"no document fell in the validation split (--val-fraction {m['val_fraction']:g} of "
+             f"{counted(m['total_documents'], 'document')}), so there are no val shards; give a larger --val-fraction")
     if as_json:
         return print_json({
             "out": str(out), "status": run.status, "total_tokens": m["total_tokens"], "total_documents": m["total_documents"],

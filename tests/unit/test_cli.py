@@ -499,6 +499,15 @@ def test_encode_out_never_runs_documents_together_unasked(tmp_path):
     assert decoded.stdout == "alpha betagamma delta"  # as asked: back to back
 
 
+def test_an_empty_validation_split_is_said(gpt2_vocab, tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"text": f"other document {i}"}) + "\n" for i in range(40)), encoding="utf-8")
+    result = run("encode", "-t", gpt2_vocab, corpus, "--out", tmp_path / "o", "--val-fraction", "0.001",
+                 "--shard-format", "nanogpt", "-q")
+    assert result.exit_code == 0 and sorted(p.name for p in (tmp_path / "o").iterdir()) == ["manifest.json", "train.bin", "train.idx"]
+    assert "no document fell in the validation split (--val-fraction 0.001 of 40 documents)" in result.stderr
+
+
 def test_encode_out_for_nanogpt_with_a_validation_split_and_bos(gpt2_vocab, tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"document {i}<|endoftext|>" for i in range(300)), encoding="utf-8")
