@@ -15,9 +15,9 @@ from .. import folders
 from ..errors import OutputError, arg
 from ..folders import file_sha256
 from .formats import shard_header
-from .layout import (JOURNAL, MANIFEST, PARTIAL, SHA256, SHARD_NAME, checked_shards, damaged, differences, is_file_here,
-                     load_state, read_json, read_manifest)
-from .verification import verify
+from .layout import (JOURNAL, MANIFEST, PARTIAL, REBUILD, SHA256, SHARD_NAME, checked_shards, damaged, differences, index_name,
+                     is_file_here, load_state, read_json, read_manifest, shard_name)
+from .verification import missing, verify
 
 
 def prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
@@ -40,18 +40,13 @@ def prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
                                   f"neither resumes nor rebuilds it; remove the folder, or choose another {arg('out_dir')}")
             raise OutputError(f"{path}: damaged or not bpecli's ({why}); if a bpecli run left it, remove the folder "
                               f"and encode again, else choose another {arg('out_dir')}")
-        # shard names in a folder bpecli has no record in are someone else's (nanoGPT's own
-        # train.bin, say), and so is a manifest.json it did not write: never replaced, force or not
-        foreign = sorted([p.name for p in out.iterdir() if SHARD_NAME.fullmatch(p.name)] + [p.name for p in records])
-        if foreign:
-            named = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-            raise OutputError(f"{out} holds {named}, which bpecli has no record of writing; move them away "
-                              f"or choose another {arg('out_dir')}")
+        _refuse_foreign(out, [path.name for path in records])  # a manifest.json bpecli did not write
     try:
         return _same_run(out, settings, force)
-    except OutputError:
+    except OutputError as e:
         if not force:
             raise
+        _refuse_foreign(out, [], " (its records here are damaged, so it cannot tell its own files)" if "damaged" in str(e) else "")
     clear(out, keep=set())  # another run, or records too damaged to trust: rebuilt from nothing
     return []
 
@@ -65,10 +60,10 @@ def _same_run(out: Path, settings: dict, force: bool) -> dict | list[dict]:
         differs = differences(manifest, settings)
         if differs:
             raise OutputError(f"{out} holds shards of another run ({'; '.join(differs)}); use {arg('force', True)} to rebuild")
+        problems = verify(out) if force else missing(out, manifest)
+        if problems:
+            raise OutputError(f"{out}: {problems[0]}" + ("" if force else f"; {REBUILD}"))
         if force:
-            problems = verify(out)
-            if problems:
-                raise OutputError(f"{out}: {problems[0]}")
             # the folder is what this run would write: its manifest now counts as made from these
             # inputs, so that Make, seeing it newer than them, does not run the rule again
             os.utime(manifest_path)
@@ -90,6 +85,7 @@ def _same_run(out: Path, settings: dict, force: bool) -> dict | list[dict]:
             if not _intact(out, shard, settings):
                 break
             kept.append(shard)
+    _refuse_foreign(out, [])
     clear(out, keep={name for shard in kept for name in (shard["file"], shard.get("index"))})
     return [dict(shard, parts=recorded, written=_checked_written(journal.get("written"))) for shard in kept]
 
@@ -145,15 +141,73 @@ def _unparsed(path: Path) -> str | None:
     return None
 
 
+def _refuse_foreign(out: Path, found: list[str], why: str = "") -> None:
+    """An error, before anything is removed, naming what out holds of someone else's: found, and
+    every entry with a shard's name (nanoGPT's own train.bin, say) that bpecli's records here
+    neither name nor claim, or that is no file of its own. Such files are never removed nor
+    replaced, force or not. why: what is wrong with the records, if anything."""
+    ours = Ours.of(out)
+    foreign = sorted(found + [path.name for path in out.iterdir() if SHARD_NAME.fullmatch(path.name)
+                              and not (ours(path.name) and is_file_here(path))])
+    if foreign:
+        named = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise OutputError(f"{out} holds {named}, which bpecli has no record of writing{why}; move them away "
+                          f"or choose another {arg('out_dir')}")
+
+
+class Ours:
+    """Whether a name in a shard folder is bpecli's: a shard (or document index) that its
+    manifest or journal lists, or one its journal claims. A run claims the names it may write
+    before it writes them (Journal.write), so even the shards past the journal's list are known."""
+
+    def __init__(self, listed: set[str], claimed: dict[str, int], shard_format: str):
+        self.listed, self.claimed, self.format = listed, claimed, shard_format
+
+    @classmethod
+    def of(cls, out: Path) -> Ours:
+        listed: set[str] = set()
+        claimed: dict[str, int] = {}
+        shard_format = "npy"
+        for path in (out / MANIFEST, out / JOURNAL):
+            try:
+                document = load_state(path)
+            except (OSError, ValueError):  # absent or damaged: it names nothing
+                continue
+            if not isinstance(document, dict):
+                continue
+            shards = document.get("shards")
+            for shard in shards if isinstance(shards, list) else []:
+                for key in ("file", "index"):
+                    name = shard.get(key) if isinstance(shard, dict) else None
+                    if isinstance(name, str) and SHARD_NAME.fullmatch(name):
+                        listed.add(name)
+            settings = document.get("settings")
+            if path.name == JOURNAL and isinstance(settings, dict) and isinstance(document.get("claimed"), dict):
+                shard_format = settings.get("shard_format", "npy")
+                claimed = {split: n for split, n in document["claimed"].items() if type(n) is int}
+        return cls(listed, claimed, shard_format)
+
+    def __call__(self, name: str) -> bool:
+        if name in self.listed:
+            return True
+        found = SHARD_NAME.fullmatch(name)
+        if found is None or found.group(1) not in self.claimed:
+            return False
+        number = int(found.group(2)[1:]) if found.group(2) else 0
+        shard = shard_name(number, self.format, found.group(1))
+        return number < self.claimed[found.group(1)] and name in (shard, index_name(shard))
+
+
 def clear(out: Path, keep: set) -> None:
-    """Remove our files from out, except the shards (and indexes) named in keep (manifest
-    first: never a folder that looks finished but is not)."""
+    """Remove our files from out (see Ours), except the shards (and indexes) named in keep
+    (manifest first: never a folder that looks finished but is not)."""
+    ours = Ours.of(out)
     (out / MANIFEST).unlink(missing_ok=True)
     if not keep:
         (out / JOURNAL).unlink(missing_ok=True)
     for path in out.iterdir():
-        ours = SHARD_NAME.fullmatch(path.name) or PARTIAL.fullmatch(path.name)
-        if ours and path.name not in keep:
+        mine = ours(path.name) and is_file_here(path) or PARTIAL.fullmatch(path.name)
+        if mine and path.name not in keep:
             path.unlink()
 
 
@@ -175,10 +229,11 @@ class Journal:
         """Whether a shard just finished should be listed now (see JOURNAL_SECONDS)."""
         return not self.listed or time.monotonic() - self.written_at > JOURNAL_SECONDS
 
-    def write(self, shards: list[dict], parts: list[str], written: list) -> None:
-        """List shards, the checksums of the parts read and what each part gave each split."""
-        folders.write_json_atomically({"settings": self.settings, "shards": shards, "parts": parts, "written": written},
-                                      self.path)
+    def write(self, shards: list[dict], parts: list[str], written: list, claimed: dict[str, int]) -> None:
+        """List shards, the checksums of the parts read and what each part gave each split, and
+        claim the names the run may write before the next write ({split: shards numbered below})."""
+        folders.write_json_atomically({"settings": self.settings, "shards": shards, "parts": parts, "written": written,
+                                       "claimed": claimed}, self.path)
         self.listed, self.written_at = len(shards), time.monotonic()
 
     def remove(self, listed: int) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import InputError, arg
 from ..folders import file_sha256
 from ..inputs.sources import is_uri
-from .formats import read_shard
+from .formats import read_shard, shard_header
 from .layout import MANIFEST, REBUILD, UNREADABLE, input_identity, is_file_here, read_manifest
 
 
@@ -46,6 +46,23 @@ def verify(out_dir: str | Path) -> list[str]:
         if now != before:
             # (a problem is a plain string, not an error: its flag stays as the command line spells it)
             problems.append(f"input {path} changed since these shards were written from it; encode again with {arg('force', True)}")
+    return problems
+
+
+def missing(out: Path, manifest: dict) -> list[str]:
+    """The shards (and document indexes) a finished folder's manifest lists that are gone, or are
+    not of the size it says: the cheap half of verify, for a rerun that finds the run finished."""
+    problems = []
+    for shard in manifest["shards"]:
+        header = shard_header(manifest.get("shard_format", "npy"), manifest["dtype"], shard["tokens"])
+        size = len(header) + shard["tokens"] * np.dtype(manifest["dtype"]).itemsize
+        for name, expected in ((shard["file"], size), (shard.get("index"), None)):
+            if name is None:
+                continue
+            if not is_file_here(out / name):
+                problems.append(f"{name}: missing, or not a file of its own")
+            elif expected is not None and (out / name).stat().st_size != expected:
+                problems.append(f"{name}: {(out / name).stat().st_size:,} bytes where the manifest says {expected:,}")
     return problems
 
 

@@ -37,6 +37,11 @@ class _Stream:
     unchecked: bool = False  # resumed: its last kept shard is yet to be found ending where the journal says
 
 
+# A stream claims the names of at least this many shards past its last, and of as many as it has
+# written: few journal writes for the claims, however many tiny shards a run writes.
+CLAIM_AHEAD = 16
+
+
 class ShardWriter:
     """Appends ids to the current shard's temporary file, one stream of shards per split; a full
     shard is recorded in the journal (with where it ends in the inputs, when the journal is due:
@@ -66,6 +71,8 @@ class ShardWriter:
         self.total_tokens = sum(s["tokens"] for s in kept)
         self.parts: list[tuple[str, str]] = []  # (input label, sha256) of every part read
         self.journal = Journal(out, settings, listed=len(self.shards))
+        # the shards each stream may write before the journal is written again (see journal.Ours)
+        self.claimed = {split: len(stream.shards) for split, stream in self.streams.items()}
 
     def resume_part(self) -> int:
         """The first part some stream still needs: its resume point, or the part before it when
@@ -211,8 +218,16 @@ class ShardWriter:
         shard = {"file": name, "tokens": stream.count, "documents": stream.documents, "sha256": digest or file_sha256(temporary),
                  "index": index_name(name), "index_sha256": hashlib.sha256(buffer.getvalue()).hexdigest(),
                  "next_part": next_part, "skip": skip}
-        if self.journal.due():
+        number = len(stream.shards)
+        if number >= self.claimed[stream.split]:  # claimed before it has its name: a rerun knows it is ours
+            self.claimed[stream.split] = max(2 * number, number + CLAIM_AHEAD)
             self._guarded(self._write_journal, self.shards + [shard])
+        elif self.journal.due():
+            self._guarded(self._write_journal, self.shards + [shard])
+        if os.path.lexists(self.out / name) or os.path.lexists(self.out / index_name(name)):
+            self.discard()
+            raise OutputError(f"{self.out / name} appeared while bpecli was writing {self.out}; it is left as it is, "
+                              "and the same command run again, once it is moved away, keeps the finished shards")
         self._guarded(os.replace, index_temporary, self.out / index_name(name))
         self._guarded(os.replace, temporary, self.out / name)
         self.shards.append(shard)
@@ -226,7 +241,7 @@ class ShardWriter:
 
     def _write_journal(self, shards: list[dict]) -> None:
         digests = [digest for _, digest in self.parts] or self.recorded
-        self.journal.write(shards, digests, self.part_written[: len(digests)])
+        self.journal.write(shards, digests, self.part_written[: len(digests)], self.claimed)
 
     def _guarded(self, action, *args):
         """Run a file operation; a full disk or any other OS error becomes one clear line."""

@@ -348,7 +348,8 @@ def test_many_tiny_shards_do_not_rewrite_the_journal_each_time(gpt2, tmp_path, m
     (tmp_path / "a.txt").write_text("hello world " * 100)
     run = write_shards(gpt2, [str(tmp_path / "a.txt")], tmp_path / "out", shard_tokens=1, eot=EOT)
     assert len(run.manifest["shards"]) == 202  # 201 tokens and the eot
-    assert writes.count(".bpecli-progress.json") <= 2 and writes[-1] == "manifest.json"
+    # the first shard's, then one each time the names claimed run out (they double): 0, 16, 32, 64, 128
+    assert writes.count(".bpecli-progress.json") == 5 and writes[-1] == "manifest.json"
 
 
 @pytest.mark.parametrize("kind", ["dictionary", "struct", "large_string"])
@@ -513,7 +514,8 @@ def test_shard_names_bpecli_has_no_record_of_are_never_replaced(gpt2, sample_fil
 
 def test_a_manifest_bpecli_did_not_write_is_no_record(gpt2, sample_file, tmp_path):
     """Someone else's manifest.json (another tool's, or not JSON) beside shard names: refused,
-    --force or not, and everything kept; a damaged manifest of bpecli's own still rebuilds."""
+    --force or not, and everything kept. A damaged manifest of bpecli's own names no file as
+    bpecli's: --force rebuilds only once the files it cannot vouch for are moved away."""
     out = tmp_path / "data"
     out.mkdir()
     for theirs in ("not json", '{"name": "another tool"}'):
@@ -530,6 +532,12 @@ def test_a_manifest_bpecli_did_not_write_is_no_record(gpt2, sample_file, tmp_pat
     (out / "manifest.json").write_text(json.dumps({**json.loads((out / "manifest.json").read_text()), "shards": None}))
     with pytest.raises(OutputError, match="damaged"):
         write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000)
+    shards = sorted(p.name for p in out.glob("shard_*"))
+    with pytest.raises(OutputError, match="no record of writing .its records here are damaged"):
+        write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, force=True)
+    assert sorted(p.name for p in out.glob("shard_*")) == shards  # nothing removed
+    for name in shards:
+        (out / name).unlink()
     assert write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, force=True).status == "written"
     assert verify(out) == []
 
@@ -598,6 +606,64 @@ def interrupted(gpt2, kernel_docs_sample, tmp_path, monkeypatch):
     journal = json.loads((tmp_path / "cut" / ".bpecli-progress.json").read_text())
     assert len(journal["shards"]) > 3 and journal["shards"][-1]["skip"] > 0
     return write, tmp_path / "cut", concatenated(tmp_path / "whole")
+
+
+
+def test_files_beside_a_finished_run_that_it_never_wrote_are_never_removed(gpt2, sample_file, tmp_path):
+    """Shard names the manifest does not list (another split's, another format's, a number past
+    the run's, a folder): a rebuild with --force refuses before it removes anything."""
+    out = tmp_path / "out"
+    write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, eot=EOT)
+    before = sorted(p.name for p in out.iterdir())
+    for name in ("val_00000.npy", "train.bin", "shard_00009.npy"):
+        (out / name).write_text("mine")
+        with pytest.raises(OutputError, match=f"holds {name}, which bpecli has no record of writing"):
+            write_shards(gpt2, [str(sample_file)], out, shard_tokens=10_000, eot=EOT, force=True)
+        assert (out / name).read_text() == "mine" and sorted(p.name for p in out.iterdir()) == sorted(before + [name])
+        (out / name).unlink()
+    (out / "shard_00009.npy").mkdir()
+    with pytest.raises(OutputError, match="holds shard_00009.npy"):
+        write_shards(gpt2, [str(sample_file)], out, shard_tokens=10_000, eot=EOT, force=True)
+    assert verify(out) == []
+
+
+
+@pytest.mark.parametrize("shard_format", ["npy", "nanogpt"])
+def test_a_finished_folder_missing_a_shard_is_never_complete_already(gpt2, sample_file, tmp_path, shard_format):
+    out = tmp_path / "out"
+    first = write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, eot=EOT, shard_format=shard_format)
+    shard = out / first.manifest["shards"][-1]["file"]
+    for damage in ("truncated", "missing"):
+        if damage == "truncated":
+            with open(shard, "r+b") as f:
+                f.truncate(1001)
+        else:
+            shard.unlink()
+        with pytest.raises(OutputError, match=f"{shard.name}: .*force"):
+            write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, eot=EOT, shard_format=shard_format)
+        rebuilt = write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, eot=EOT, shard_format=shard_format, force=True)
+        assert rebuilt.status == "written" and verify(out) == []
+
+
+def test_a_resumed_run_removes_only_the_shards_it_claimed(interrupted, tmp_path):
+    """Shards written past the journal's list (a kill -9 before it was written again) are the
+    run's own by its claim, and go; a file at a name it never claimed stops the rerun, kept."""
+    import shutil
+
+    write, cut, whole = interrupted
+    journal = json.loads((cut / ".bpecli-progress.json").read_text())
+    listed = len(journal["shards"])
+    assert journal["claimed"]["shard"] > listed + 1
+    out = tmp_path / "killed"
+    shutil.copytree(cut, out)
+    (out / f"shard_{listed:05d}.npy").write_text("left by the killed run")
+    assert write(out).status == "resumed" and np.array_equal(concatenated(out), whole)
+    shutil.copytree(cut, tmp_path / "theirs")
+    far = f"shard_{journal['claimed']['shard']:05d}.npy"
+    (tmp_path / "theirs" / far).write_text("mine")
+    with pytest.raises(OutputError, match=f"holds {far}, which bpecli has no record of writing"):
+        write(tmp_path / "theirs")
+    assert (tmp_path / "theirs" / far).read_text() == "mine"
 
 
 @pytest.mark.parametrize("damage", sorted(JOURNAL_DAMAGE))
