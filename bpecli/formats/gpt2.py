@@ -89,7 +89,7 @@ def write_vocab_and_merges(vocab: Vocab, folder: Path, listing: Listing | None =
 
 def load_gpt2(generation: folders.Generation, name: str, entries: dict, pattern: str | None,
               specials: dict | None) -> Vocab:
-    """vocab.json + merges.txt: a multi-byte entry that no merge makes is a special token."""
+    """vocab.json + merges.txt: a multi-byte entry that no merge makes is a special token (see split_vocab)."""
     path = generation.path / name
     # merges.txt beside it, or gpt2_merges.txt beside gpt2_vocab.json
     candidates = [name.replace("vocab.json", "merges.txt"), "merges.txt"]
@@ -110,6 +110,7 @@ def load_gpt2(generation: folders.Generation, name: str, entries: dict, pattern:
         shown = f" {line[:60]!r}" if quote else ""
         raise TokenizerFileError(f"{merges_path}:{number}: error parsing line{shown} (expected 'left right')")
     made = list(map(str.replace, merges, repeat(" "), repeat(""), repeat(1)))
+    _check_ids(path, entries)  # (vocab.json's, said of it before any merge is read)
     check_merges(merges_path, merges, made, " ".join(merges).split(" "), entries, quote=quote)
     ranks, found_specials = split_vocab(path, entries, set(made))
     pattern = pattern_of(pattern, "gpt2", "the default for vocab.json")
@@ -159,12 +160,24 @@ def _check_ids(path: Path, entries: dict) -> None:
         raise TokenizerFileError(f"{path}: the id of {text[:60]!r} is {json.dumps(rank)[:20]}, not a whole number")
 
 
+def _spelled_special(text: str) -> bool:
+    """Whether a token is written as special tokens are: <|endoftext|>, <s>, [CLS]."""
+    return text[:1] + text[-1:] in ("<>", "[]")
+
+
 def split_vocab(path: Path, entries: dict, made: set[str]) -> tuple[dict[bytes, int], dict[str, int]]:
-    """Ordinary tokens (single bytes and what merges make) as bytes, and the rest as specials.
+    """Ordinary tokens (single bytes and what merges make) as bytes, and the rest as specials:
+    those spelled as special tokens or outside the byte-level alphabet; any other is an error.
     Sets and maps sort them, not a loop over the vocabulary: a one-liner loads it every time."""
     texts, ids = list(entries), list(entries.values())
     tokens = strs_to_tokens(texts)
     specials = {text for text in entries.keys() - made if len(text) != 1}  # a character is a byte
+    plain = sorted(text for text in specials if not _spelled_special(text) and str_to_token(text) is not None)
+    if plain:  # byte-level text no merge makes: taken as special tokens, they would be matched in text
+        shown = ", ".join(repr(text[:30]) for text in plain[:3])
+        raise TokenizerFileError(f"{path}: no merge makes {len(plain):,} of its tokens ({shown}{', ...' if len(plain) > 3 else ''}); "
+                                 "are the merges cut short, or of another tokenizer? A token that no merge makes is "
+                                 "taken as a special token only when spelled <...> or [...] or outside the byte-level alphabet")
     if None in tokens:  # a character outside the alphabet: no byte-level token
         specials.update(text for text, token in zip(texts, tokens) if token is None)
         ranks = {token: rank for text, token, rank in zip(texts, tokens, ids) if text not in specials and token is not None}

@@ -157,6 +157,25 @@ def test_merges_listed_out_of_the_order_of_their_ids_are_refused(tmp_path, gpt2_
         Tokenizer.load(tmp_path / "tokenizer.json")
 
 
+
+@pytest.mark.parametrize("kept", [25_000, 0, 49_999])  # of GPT-2's 50,000
+def test_merges_cut_short_are_refused_never_read_as_special_tokens(tmp_path, gpt2_vocab, fixtures, kept):
+    """Tokens of vocab.json that no merge makes were taken as special tokens and matched in text:
+    GPT-2's files with merges.txt cut short gave "Hell o" where Hugging Face gives "Hello"."""
+    lines = (fixtures / "gpt2_merges.txt").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "vocab.json").write_bytes(gpt2_vocab.read_bytes())
+    (tmp_path / "merges.txt").write_text("".join(line + "\n" for line in lines[:kept]), encoding="utf-8")
+    with pytest.raises(BpecliError, match=r"vocab.json: no merge makes [\d,]+ of its tokens .* cut short"):
+        Tokenizer.load(tmp_path / "vocab.json")
+
+
+def test_tokens_no_merge_makes_spelled_as_special_tokens_are_special(tmp_path, gpt2_vocab, fixtures):
+    vocab = json.loads(gpt2_vocab.read_text(encoding="utf-8"))
+    vocab.update({"<pad>": 50257, "[MASK]": 50258})
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    (tmp_path / "merges.txt").write_bytes((fixtures / "gpt2_merges.txt").read_bytes())
+    assert Tokenizer.load(tmp_path / "vocab.json").special_tokens == {"<|endoftext|>": 50256, "<pad>": 50257, "[MASK]": 50258}
+
 def test_a_pattern_stored_in_a_file_is_named_as_from_that_file(trained, tmp_path):
     for name in TOKENIZER_FILES:
         (tmp_path / name).write_bytes((trained[1] / name).read_bytes())
@@ -412,7 +431,7 @@ def test_merges_naming_tokens_the_vocabulary_lacks_are_refused(tmp_path, gpt2_vo
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"Ġt": True}, r"the id of 'Ġt' is true, not a whole number"),  # Python counts true as 1
+    ({"Ġt": True}, r"vocab.json: the id of 'Ġt' is true, not a whole number"),  # Python counts true as 1
     ({"Ġt": 1.0}, r"the id of 'Ġt' is 1.0, not a whole number"),
     ({"Ġa": 256}, r"tokens b' t' and b' a' share id 256; each token has an id of its own"),
 ])
