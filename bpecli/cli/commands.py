@@ -65,6 +65,8 @@ def train(
 
     check_apart(out, inputs)
     check_writable(out, force=force)  # before the long count, not after it
+    if as_json:
+        binary_stdout()  # a closed stdout is said now, not after the work whose summary it would take
     separators = [*special, *(token for token in (bos, eos) if token is not None)]
     with streams_spooled(inputs, separators=separators, errors=errors.value) as pairs:
         tokenizer = train_tokenizer(
@@ -130,6 +132,8 @@ def encode(
     if out is not None and shard_format is ShardFormat.llmc and shard_tokens > LLMC_MAX_TOKENS:
         raise typer.BadParameter(f"{shard_tokens:,} is above {LLMC_MAX_TOKENS:,}: llm.c's header counts tokens in an int32",
                                  param_hint="'--shard-tokens'")
+    if out is not None and as_json:
+        binary_stdout()  # a closed stdout is said now, not after the shards whose summary it would take
     keep_freed_memory()  # the command owns its process, as the workers own theirs
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if out is None:

@@ -83,6 +83,8 @@ def one_stderr_line(done) -> str:
     [
         ("echo hi | bpecli encode -t {vocab} >&-", 1, "standard output is closed"),
         ("bpecli encode -t {vocab} <&-", 1, "standard input is closed"),
+        ("echo hi | bpecli encode -t {vocab} --out never-made --json >&-", 1, "standard output is closed"),  # before any work
+        ("bpecli train {vocab} --vocab-size 300 --out never-made --json >&-", 1, "standard output is closed"),
         ("echo hi | bpecli encode -t {vocab} >/dev/full", 1, "No space left on device (standard output)"),
         ("echo 31373 | bpecli decode -t {vocab} >/dev/full", 1, "No space left on device (standard output)"),
         ("bpecli inspect {vocab} --json >/dev/full", 1, "No space left on device (standard output)"),
