@@ -134,6 +134,8 @@ def encode(
                                  param_hint="'--shard-tokens'")
     if out is not None and as_json:
         binary_stdout()  # a closed stdout is said now, not after the shards whose summary it would take
+    for name in inputs or []:
+        _no_file(name, lambda: name, f"bpecli encode -t {_shown(tokenizer)}", "text")
     keep_freed_memory()  # the command owns its process, as the workers own theirs
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if out is None:
@@ -172,10 +174,11 @@ def decode(
     \b
     Examples:
       bpecli encode -t tok notes.txt | bpecli decode -t tok
-      bpecli decode -t tok shards/shard_00000.npy | head -c 500
+      bpecli decode -t tok shards/train_00000.npy | head -c 500
     """
     from ..inputs.documents import id_blocks
 
+    _no_file(input, lambda: " ".join(input.split()).replace(",", " ").strip(), f"bpecli decode -t {_shown(tokenizer)}", "ids")
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if input.endswith((".npy", ".bin")):
         from ..shards import read_shard
@@ -303,6 +306,32 @@ def _template_ends(tok, bos: int | None, eot: int | None, *, bos_given: bool, eo
             raise BpecliError(f"the tokenizer's template puts {len(ids)} tokens {where} each text, and a shard run "
                               f"takes one {flag}: give {flag}, or --no-add-special-tokens")
     return (bos if bos_given or not prefix else prefix[0]), (eot if eot_given or not suffix else suffix[0])
+
+
+def _no_file(name: str, piped, command: str, what: str) -> None:
+    """An input that names no file and looks like what the command reads from stdin (text with
+    a space or without a file's dot, ids): an error that says how to pipe it in."""
+    import os
+    import re
+    import shlex
+
+    from ..errors import InputError
+    from ..inputs.sources import is_uri
+
+    if name == "-" or is_uri(name) or os.path.lexists(name):
+        return
+    looks = re.fullmatch(r"[\d\s,]+", name) if what == "ids" else (any(c.isspace() for c in name) or
+                                                                   "." not in name and "/" not in name)
+    if looks:
+        echo = "echo" if what == "ids" else "echo -n"
+        raise InputError(f"{name[:40]}: no such file; to {command.split()[1]} the {what} {'themselves' if what == 'ids' else 'itself'}, "
+                         f"pipe {'them' if what == 'ids' else 'it'} in: {echo} {shlex.quote(piped()[:40])} | {command}")
+
+
+def _shown(tokenizer) -> str:
+    import shlex
+
+    return shlex.quote(str(tokenizer))
 
 
 def _load_tokenizer(path: str | Path, pattern: str | None, special_ids: list[str] | None):

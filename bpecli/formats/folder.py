@@ -269,8 +269,12 @@ def _load_file(generation: folders.Generation, name: str, pattern: str | None,
 
 def _read_json(generation: folders.Generation, name: str) -> dict:
     path = generation.path / name
+    data = generation.read(name)
+    if Path(name).suffix != ".json" and data.lstrip()[:1] not in (b"{", b"[", b"\xef"):  # (\xef: a byte-order mark)
+        raise TokenizerFileError(f"{path}: not a tokenizer file (expected a folder written by bpecli train, a vocab.json with "
+                                 "merges.txt beside it, a tokenizer.json or a .tiktoken file)")
     try:
-        document = folders.parse_json(generation.read(name))
+        document = folders.parse_json(data)
     except folders.Unreadable as e:
         raise TokenizerFileError(f"{path}{'' if e.line is None else f':{e.line}'}: {e}") from None
     if not isinstance(document, dict):

@@ -193,6 +193,8 @@ def _make_folder(out: Path) -> Path | None:
     """Make the folder out (and its parents); the topmost folder made, or None if out was there."""
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out} is a file, not a folder for shards; choose another {arg('out_dir')}")
+    if out.is_symlink() and not out.exists():
+        raise OutputError(f"{out} is a symbolic link that leads nowhere; choose another {arg('out_dir')}, or fix the link")
     made = next((folder for folder, parent in zip([out, *out.parents], out.parents) if parent.exists()), None)
     made = None if out.exists() else made
     try:

@@ -307,7 +307,7 @@ def test_a_pattern_that_backtracks_catastrophically_is_one_line_wherever_it_runs
         "train": ["train", corpus, "--vocab-size", 260, "--out", tmp_path / "t2", "--pattern", pattern, "--workers", 2],
         "encode": ["encode", "-t", tok / "tokenizer.tiktoken", "--pattern", pattern, corpus],
         "encode --out": ["encode", "-t", tok / "tokenizer.tiktoken", "--pattern", pattern, corpus, "--out", tmp_path / "s",
-                         "--workers", 2],
+                         "--workers", 2, "--eot", "none"],
         "bpecli.json": ["encode", "-t", bad, corpus],
     }
     for name, args in runs.items():

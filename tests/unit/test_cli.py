@@ -499,6 +499,19 @@ def test_encode_out_never_runs_documents_together_unasked(tmp_path):
     assert decoded.stdout == "alpha betagamma delta"  # as asked: back to back
 
 
+def test_what_a_newcomer_types_first_gets_a_line_that_says_what_to_do(gpt2_vocab, tmp_path):
+    message = one_line_error(run("encode", "-t", gpt2_vocab, "hello world"))
+    assert message.endswith(f"hello world: no such file; to encode the text itself, pipe it in: echo -n 'hello world' | bpecli encode -t {gpt2_vocab}")
+    assert "pipe them in: echo '31373 995' | bpecli decode" in one_line_error(run("decode", "-t", gpt2_vocab, "31373 995"))
+    assert one_line_error(run("encode", "-t", gpt2_vocab, "corpus.txt")).endswith("corpus.txt: no such file")  # a file's name
+    (tmp_path / "notes.txt").write_text("some notes")
+    assert "notes.txt: not a tokenizer file (expected a folder written by bpecli train" in one_line_error(run("inspect", tmp_path / "notes.txt"))
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere" / "out")
+    assert "dangling is a symbolic link that leads nowhere" in one_line_error(
+        run("encode", "-t", gpt2_vocab, tmp_path / "notes.txt", "--out", tmp_path / "dangling"))
+    assert not (tmp_path / "nowhere").exists()
+
+
 def test_an_empty_validation_split_is_said(gpt2_vocab, tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"text": f"other document {i}"}) + "\n" for i in range(40)), encoding="utf-8")
