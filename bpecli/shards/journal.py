@@ -33,6 +33,8 @@ def prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
     if not any(map(_written_by_bpecli, records)):
         for path in records:  # a journal or manifest cut short (a full disk, an editor): said as such
             why = _unparsed(path)
+            if why is None and path == journal_path:  # JSON, but none of bpecli's: bpecli's file by its name all the same
+                why = "not a journal bpecli writes"
             if why is None:
                 continue
             if path == journal_path:  # bpecli's by its name

@@ -645,6 +645,17 @@ def test_a_finished_folder_missing_a_shard_is_never_complete_already(gpt2, sampl
         assert rebuilt.status == "written" and verify(out) == []
 
 
+
+def test_a_journal_that_is_json_but_none_of_bpecli_s_is_said_damaged(interrupted, tmp_path):
+    import shutil
+
+    write, cut, whole = interrupted
+    out = tmp_path / "emptied"
+    shutil.copytree(cut, out)
+    (out / ".bpecli-progress.json").write_text("[]")
+    with pytest.raises(OutputError, match=r"progress.json: damaged \(not a journal bpecli writes\)"):
+        write(out)
+
 def test_a_resumed_run_removes_only_the_shards_it_claimed(interrupted, tmp_path):
     """Shards written past the journal's list (a kill -9 before it was written again) are the
     run's own by its claim, and go; a file at a name it never claimed stops the rerun, kept."""
