@@ -193,6 +193,10 @@ def read_manifest(path: Path, garbled: str = f"use {arg('force', True)} to rebui
     for key, check in checks.items():
         if not (key in optional and key not in manifest) and not check(manifest.get(key)):
             raise damaged(path, f"{key!r} is missing or malformed")
+    if "max_id" in manifest:  # the tokenizer's largest id: its eot and bos, and its vocabulary, go no further
+        top = max([manifest["tokenizer"]["vocab_size"] - 1, *(manifest[k]["id"] for k in ("eot", "bos") if manifest.get(k))])
+        if top > manifest["max_id"]:
+            raise damaged(path, f"max_id {manifest['max_id']:,} is below an id it names ({top:,})")
     shards = checked_shards(path, manifest, manifest)
     for key, field in (("total_tokens", "tokens"), ("total_documents", "documents")):
         if manifest[key] != sum(shard[field] for shard in shards):

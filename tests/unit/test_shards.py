@@ -750,6 +750,7 @@ MANIFEST_DAMAGE = {  # what is done to a finished folder's manifest -> what the 
     "a short shard before the last": (lambda m: m["shards"][0].update(tokens=10), "fewer than shard_tokens"),
     "totals that do not add up": (lambda m: m.update(total_tokens=m["total_tokens"] + 1), "not the sum over its shards"),
     "a dtype of int64": (lambda m: m.update(dtype="int64"), "'dtype' is missing or malformed"),
+    "a max_id below its eot": (lambda m: m.update(max_id=10), "max_id 10 is below an id it names .50,256."),
     "no shard_tokens": (lambda m: m.pop("shard_tokens"), "'shard_tokens' is missing"),
     "an eot id of -1": (lambda m: m.update(eot={"id": -1}), "'eot' is missing or malformed"),
     "a largest id of text": (lambda m: m.update(max_id="50256"), "'max_id' is missing or malformed"),
