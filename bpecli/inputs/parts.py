@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError, arg
 from .sources import (MAX_DOCUMENT_BYTES, ReadOnce, RemoteBytes, input_kind, input_stat, is_stream, is_uri, lines_in,
-                      open_input, open_mmap)
+                      not_empty, open_input, open_mmap)
 
 # pyarrow is imported where it is used: only Parquet and compressed inputs need it.
 
@@ -271,6 +271,8 @@ def _stream_parts(path: str, label: str, kind: str, compression: str | None, cut
     else:
         import pyarrow as pa
 
+        if not is_uri(path):
+            not_empty(path, label, compression)
         raw = open_input(path, label)  # its position: the compressed bytes read so far, for progress
         read_errors = (OSError, pa.ArrowException)
         try:

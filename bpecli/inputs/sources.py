@@ -312,6 +312,7 @@ def read_bytes(name: str) -> bytes:
     if compression:
         import pyarrow as pa
 
+        not_empty(name, label, compression)
         try:
             with pa.input_stream(name, compression=compression) as stream:
                 return _bounded(stream.read(MAX_DOCUMENT_BYTES + 1), label)
@@ -320,6 +321,17 @@ def read_bytes(name: str) -> bytes:
         except (OSError, pa.ArrowException) as e:
             raise InputError(f"{label}: cannot read or decompress ({e})") from None
     return bytes(_bounded(open_mmap(name, label), label))
+
+
+def not_empty(name: str, label: str, compression: str) -> None:
+    """An error for an empty local file named as compressed: gzip -t refuses it (a download cut
+    short, say), though the decompressors read it as empty text."""
+    try:
+        found = os.stat(name)
+    except OSError:  # said by the read
+        return
+    if stat.S_ISREG(found.st_mode) and found.st_size == 0:
+        raise InputError(f"{label}: an empty file, not {compression} data")
 
 
 def read_blocks(name: str, size: int = 4 << 20) -> Iterator[bytes]:
@@ -339,6 +351,7 @@ def read_blocks(name: str, size: int = 4 << 20) -> Iterator[bytes]:
             raw = open_input(name, label)
             stream = pa.CompressedInputStream(raw, compression) if compression else raw
         else:
+            not_empty(name, label, compression)
             stream = pa.input_stream(name, compression=compression)
         with stream:
             while block := stream.read(size):

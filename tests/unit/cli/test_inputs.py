@@ -286,6 +286,16 @@ def test_binary_data_is_named_with_how_bpecli_reads_such_a_file(gpt2_vocab, tmp_
     assert "g.txt: holds gzip data, not text; bpecli decompresses .gz, .zst and .bz2 files named so" in said
 
 
+
+@pytest.mark.parametrize("name, compression", [("e.txt.gz", "gzip"), ("e.jsonl.zst", "zstd"), ("e.txt.bz2", "bz2")])
+def test_an_empty_file_named_compressed_is_no_compressed_data(gpt2_vocab, tmp_path, name, compression):
+    """gzip -t refuses an empty .gz (a download cut short, say); the decompressors read it as no text."""
+    (tmp_path / name).write_bytes(b"")
+    for args in (["encode", "-t", gpt2_vocab, tmp_path / name, "-f", "count"],
+                 ["encode", "-t", gpt2_vocab, tmp_path / name, "--out", tmp_path / "o"],
+                 ["train", tmp_path / name, "--vocab-size", "260", "--out", tmp_path / "t"]):
+        assert one_line_error(run(*args)).endswith(f"{name}: an empty file, not {compression} data"), args
+
 def test_an_upper_case_suffix_names_the_kind_too(gpt2_vocab, tmp_path):
     import gzip
 
