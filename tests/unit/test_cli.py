@@ -512,13 +512,16 @@ def test_what_a_newcomer_types_first_gets_a_line_that_says_what_to_do(gpt2_vocab
     assert not (tmp_path / "nowhere").exists()
 
 
-def test_an_empty_validation_split_is_said(gpt2_vocab, tmp_path):
+def test_an_empty_split_and_uint32_for_nanogpt_are_said(gpt2_vocab, tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"text": f"other document {i}"}) + "\n" for i in range(40)), encoding="utf-8")
     result = run("encode", "-t", gpt2_vocab, corpus, "--out", tmp_path / "o", "--val-fraction", "0.001",
                  "--shard-format", "nanogpt", "-q")
     assert result.exit_code == 0 and sorted(p.name for p in (tmp_path / "o").iterdir()) == ["manifest.json", "train.bin", "train.idx"]
     assert "no document fell in the validation split (--val-fraction 0.001 of 40 documents)" in result.stderr
+    result = run("encode", "-t", gpt2_vocab, corpus, "--out", tmp_path / "o2", "--val-fraction", "0.999", "--dtype", "uint32",
+                 "--shard-format", "nanogpt", "-q")
+    assert "no document fell in the training split" in result.stderr and "nanoGPT's train.py reads them as np.uint16" in result.stderr
 
 
 def test_encode_out_for_nanogpt_with_a_validation_split_and_bos(gpt2_vocab, tmp_path):
