@@ -68,6 +68,7 @@ _APP = dict(
     no_args_is_help=True,
     add_completion=True,  # --install-completion for bash, zsh, fish and PowerShell
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help: it wraps to any terminal, where rich's table cuts option names at 80 columns
 )
 # Each command in the list `bpecli --help` shows, in one line (its own --help says more)
 SUMMARIES = {
