@@ -37,6 +37,9 @@ def take_signals() -> None:
         received = signal.sigwait(wanted)
         _thread.interrupt_main(signal.Signals(received))
         time.sleep(TERMINATE_GRACE)
+        from ..inputs.spool import unspool_all
+
+        unspool_all()  # what the main thread's cleanup would have removed, had it run
         say("bpecli: terminated" if received == signal.SIGTERM else "bpecli: interrupted")
         os._exit(143 if received == signal.SIGTERM else 130)
 

@@ -68,6 +68,16 @@ def _locked_file(path: str) -> int | None:
     return fd
 
 
+def unspool_all() -> None:
+    """Remove every copy this run made: the process is ending without its cleanup (see
+    cli.signals), and a copy of a stream may be large."""
+    for path in list(_SPOOL_LOCKS):
+        try:
+            _unspool(path)
+        except OSError:
+            pass
+
+
 def _unspool(path: str) -> None:
     """Remove a copy this run made, and give up its lock."""
     fd = _SPOOL_LOCKS.pop(path, None)

@@ -158,10 +158,13 @@ def test_sigterm_to_a_multi_worker_run_is_one_line_and_resumable(gpt2_vocab, tmp
     assert {p.name: p.read_bytes() for p in (tmp_path / "cut").iterdir()} == whole
 
 
-@pytest.mark.parametrize("sig, status, message", [("SIGTERM", 143, "bpecli: terminated"), ("SIGINT", 130, "bpecli: interrupted")])
-def test_a_signal_ends_a_run_held_in_c_code(gpt2_vocab, tmp_path, sig, status, message):
-    """pyarrow opening a FIFO that no one writes never returns to Python, where signal handlers
-    run: the signal thread ends the process after its grace period, with the same line."""
+@pytest.mark.parametrize("sig, status, message, spooled", [("SIGTERM", 143, "bpecli: terminated", False),
+                                                         ("SIGINT", 130, "bpecli: interrupted", False),
+                                                         ("SIGTERM", 143, "bpecli: terminated", True)])
+def test_a_signal_ends_a_run_held_in_c_code(gpt2_vocab, tmp_path, sig, status, message, spooled):
+    """pyarrow opening a FIFO that no one writes (or --out copying one) never returns to Python,
+    where signal handlers run: the signal thread ends the process after its grace period, with the
+    same line, and removes the copy it had begun."""
     import signal
     import subprocess
     import sys
@@ -169,10 +172,12 @@ def test_a_signal_ends_a_run_held_in_c_code(gpt2_vocab, tmp_path, sig, status, m
 
     from bpecli.cli.signals import TERMINATE_GRACE
 
-    fifo = tmp_path / "never.txt.gz"
+    fifo = tmp_path / ("never.txt" if spooled else "never.txt.gz")
     os.mkfifo(fifo)
-    victim = subprocess.Popen([sys.executable, "-m", "bpecli", "encode", "-t", str(gpt2_vocab), str(fifo)],
-                              stderr=subprocess.PIPE, text=True)
+    (tmp_path / "tmp").mkdir()
+    victim = subprocess.Popen([sys.executable, "-m", "bpecli", "encode", "-t", str(gpt2_vocab), str(fifo),
+                               *(["--out", str(tmp_path / "out")] if spooled else [])],
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
     deadline = time.monotonic() + 60  # a loaded machine may take long to start it
     while len(os.listdir(f"/proc/{victim.pid}/task")) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)  # the signal thread, the command's first step, is not running yet
@@ -184,6 +189,7 @@ def test_a_signal_ends_a_run_held_in_c_code(gpt2_vocab, tmp_path, sig, status, m
         victim.kill()  # a run the signal did not end must not outlive the test
         victim.wait()
     assert victim.returncode == status and stderr.strip() == message, stderr
+    assert list((tmp_path / "tmp").iterdir()) == []
 
 
 def test_stdin_spooled_into_a_full_tmpdir_is_one_line_and_leaves_nothing(gpt2_vocab, tmp_path, tiny_disk):
