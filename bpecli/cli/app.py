@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -71,7 +72,7 @@ _APP = dict(
     rich_markup_mode=None,  # click's plain help: it wraps to any terminal, where rich's table cuts option names at 80 columns
 )
 # Each command in the list `bpecli --help` shows, in one line (its own --help says more)
-SUMMARIES = {
+SUMMARIES: dict[Callable[..., None], str] = {
     commands.train: "Train a byte-level BPE tokenizer on a corpus, into --out.",
     commands.encode: "Encode text to token ids; with --out, a corpus to training shards.",
     commands.decode: "Decode token ids, or a shard, back to text.",

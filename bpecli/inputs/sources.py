@@ -351,7 +351,8 @@ def read_blocks(name: str, size: int = 4 << 20) -> Iterator[bytes]:
             raw = open_input(name, label)
             stream = pa.CompressedInputStream(raw, compression) if compression else raw
         else:
-            not_empty(name, label, compression)
+            if compression:
+                not_empty(name, label, compression)
             stream = pa.input_stream(name, compression=compression)
         with stream:
             while block := stream.read(size):
