@@ -15,8 +15,8 @@ from .. import folders
 from ..errors import OutputError, arg
 from ..folders import file_sha256
 from .formats import shard_header
-from .layout import (JOURNAL, MANIFEST, PARTIAL, REBUILD, SHA256, SHARD_NAME, checked_shards, damaged, differences, index_name,
-                     is_file_here, load_state, read_json, read_manifest, shard_name)
+from .layout import (CLEARING, JOURNAL, MANIFEST, PARTIAL, REBUILD, SHA256, SHARD_NAME, UNBOUNDED, checked_shards, damaged,
+                     differences, index_name, is_file_here, load_state, read_json, read_manifest, shard_name, splits_of)
 from .verification import missing, verify
 
 
@@ -170,7 +170,7 @@ class Ours:
         listed: set[str] = set()
         claimed: dict[str, int] = {}
         shard_format = "npy"
-        for path in (out / MANIFEST, out / JOURNAL):
+        for path in (out / MANIFEST, out / JOURNAL, out / CLEARING):
             try:
                 document = load_state(path)
             except (OSError, ValueError):  # absent or damaged: it names nothing
@@ -184,9 +184,14 @@ class Ours:
                     if isinstance(name, str) and SHARD_NAME.fullmatch(name):
                         listed.add(name)
             settings = document.get("settings")
-            if path.name == JOURNAL and isinstance(settings, dict) and isinstance(document.get("claimed"), dict):
+            if path.name == JOURNAL and isinstance(settings, dict):
                 shard_format = settings.get("shard_format", "npy")
-                claimed = {split: n for split, n in document["claimed"].items() if type(n) is int}
+                found = document.get("claimed")
+                if isinstance(found, dict):
+                    claimed = {split: n for split, n in found.items() if type(n) is int}
+                elif found is None and "format_version" in settings:  # a journal of a bpecli that claimed nothing:
+                    # every name of its format and splits, as that bpecli took them
+                    claimed = dict.fromkeys(splits_of(settings.get("val_fraction"), shard_format), UNBOUNDED)
         return cls(listed, claimed, shard_format)
 
     def __call__(self, name: str) -> bool:
@@ -201,16 +206,19 @@ class Ours:
 
 
 def clear(out: Path, keep: set) -> None:
-    """Remove our files from out (see Ours), except the shards (and indexes) named in keep
-    (manifest first: never a folder that looks finished but is not)."""
+    """Remove our files from out (see Ours), except the shards (and indexes) named in keep. The
+    manifest goes first, as a rename to CLEARING: the folder never looks finished while it is not,
+    and a removal cut short (a kill) leaves a record of what is bpecli's; the records go last."""
     ours = Ours.of(out)
-    (out / MANIFEST).unlink(missing_ok=True)
-    if not keep:
-        (out / JOURNAL).unlink(missing_ok=True)
+    if (out / MANIFEST).exists():
+        os.replace(out / MANIFEST, out / CLEARING)
     for path in out.iterdir():
         mine = ours(path.name) and is_file_here(path) or PARTIAL.fullmatch(path.name)
         if mine and path.name not in keep:
             path.unlink()
+    if not keep:
+        (out / JOURNAL).unlink(missing_ok=True)
+    (out / CLEARING).unlink(missing_ok=True)
 
 
 # The journal is written for a run's first shard and then at most once every this many seconds

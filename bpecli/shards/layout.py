@@ -25,6 +25,9 @@ from ..inputs.sources import input_stat
 
 MANIFEST = "manifest.json"
 JOURNAL = ".bpecli-progress.json"
+# A run's records while it removes its files (journal.clear): the folder no longer looks finished,
+# and what it names is still known to be bpecli's if the removal is cut short.
+CLEARING = ".bpecli-clearing.json"
 
 # The suffix of each shard format's files (see formats.py); nanoGPT's is one file per split.
 SHARD_SUFFIX = {"npy": ".npy", "llmc": ".bin", "nanogpt": ".bin"}

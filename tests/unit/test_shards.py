@@ -646,6 +646,31 @@ def test_a_finished_folder_missing_a_shard_is_never_complete_already(gpt2, sampl
 
 
 
+
+def test_a_journal_of_an_older_bpecli_claims_every_name_of_its_run(interrupted, tmp_path):
+    """Journals before `claimed` existed: the shards a kill left past their list are the run's own."""
+    import shutil
+
+    write, cut, whole = interrupted
+    out = tmp_path / "older"
+    shutil.copytree(cut, out)
+    journal = json.loads((out / ".bpecli-progress.json").read_text())
+    del journal["claimed"]
+    (out / ".bpecli-progress.json").write_text(json.dumps(journal))
+    (out / "shard_00090.npy").write_text("left by the killed run")
+    assert write(out).status == "resumed" and np.array_equal(concatenated(out), whole)
+    assert not (out / "shard_00090.npy").exists()
+
+
+def test_a_rebuild_killed_while_it_removes_files_is_rebuilt_by_the_next(gpt2, sample_file, tmp_path):
+    out = tmp_path / "out"
+    write_shards(gpt2, [str(sample_file)], out, shard_tokens=10_000, eot=EOT)
+    (out / "manifest.json").rename(out / ".bpecli-clearing.json")  # as clear() leaves it, killed right after
+    (out / "shard_00000.npy").unlink()
+    run = write_shards(gpt2, [str(sample_file)], out, shard_tokens=20_000, eot=EOT, force=True)
+    assert run.status == "written" and verify(out) == [] and not (out / ".bpecli-clearing.json").exists()
+    assert sorted(p.name for p in out.iterdir()) == sorted(["manifest.json"] + [n for s in run.manifest["shards"] for n in (s["file"], s["index"])])
+
 def test_a_journal_that_is_json_but_none_of_bpecli_s_is_said_damaged(interrupted, tmp_path):
     import shutil
 
