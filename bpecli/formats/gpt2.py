@@ -5,6 +5,7 @@ merges that they and tokenizer.json spell alike."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import accumulate, compress, islice, repeat
@@ -112,7 +113,7 @@ def load_gpt2(generation: folders.Generation, name: str, entries: dict, pattern:
     made = list(map(str.replace, merges, repeat(" "), repeat(""), repeat(1)))
     _check_ids(path, entries)  # (vocab.json's, said of it before any merge is read)
     check_merges(merges_path, merges, made, " ".join(merges).split(" "), entries, quote=quote)
-    ranks, found_specials = split_vocab(path, entries, set(made))
+    ranks, found_specials = split_vocab(path, entries, set(made), specials or ())
     pattern = pattern_of(pattern, "gpt2", "the default for vocab.json")
     return checked(path, ranks, specials if specials is not None else found_specials, pattern, [path, merges_path])
 
@@ -160,24 +161,32 @@ def _check_ids(path: Path, entries: dict) -> None:
         raise TokenizerFileError(f"{path}: the id of {text[:60]!r} is {json.dumps(rank)[:20]}, not a whole number")
 
 
-def _spelled_special(text: str) -> bool:
-    """Whether a token is written as special tokens are: <|endoftext|>, <s>, [CLS]."""
-    return text[:1] + text[-1:] in ("<>", "[]")
+def _lost_merge(text: str, entries: dict) -> bool:
+    """Whether a token no merge makes looks like the work of a merge missing from the list: in
+    the byte-level alphabet, not spelled as special tokens are (<|endoftext|>, <s>, [CLS]), and
+    made of two tokens of lower ids, as every merge's token is (the last merges of a merges.txt cut
+    short leave exactly such tokens)."""
+    if text[:1] + text[-1:] in ("<>", "[]") or str_to_token(text) is None:
+        return False
+    rank = entries[text]
+    return any(entries.get(text[:i], rank) < rank and entries.get(text[i:], rank) < rank for i in range(1, len(text)))
 
 
-def split_vocab(path: Path, entries: dict, made: set[str]) -> tuple[dict[bytes, int], dict[str, int]]:
-    """Ordinary tokens (single bytes and what merges make) as bytes, and the rest as specials:
-    those spelled as special tokens or outside the byte-level alphabet; any other is an error.
-    Sets and maps sort them, not a loop over the vocabulary: a one-liner loads it every time."""
+def split_vocab(path: Path, entries: dict, made: set[str], named: Iterable[str] = ()) -> tuple[dict[bytes, int], dict[str, int]]:
+    """Ordinary tokens (single bytes and what merges make) as bytes, and the rest as specials;
+    but a token that looks like a lost merge's (see _lost_merge) is an error, unless the caller
+    names it a special token (named). Sets and maps sort them, not a loop over the vocabulary: a
+    one-liner loads it every time."""
+    named = set(named)
     texts, ids = list(entries), list(entries.values())
     tokens = strs_to_tokens(texts)
     specials = {text for text in entries.keys() - made if len(text) != 1}  # a character is a byte
-    plain = sorted(text for text in specials if not _spelled_special(text) and str_to_token(text) is not None)
-    if plain:  # byte-level text no merge makes: taken as special tokens, they would be matched in text
-        shown = ", ".join(repr(text[:30]) for text in plain[:3])
-        raise TokenizerFileError(f"{path}: no merge makes {len(plain):,} of its tokens ({shown}{', ...' if len(plain) > 3 else ''}); "
-                                 "are the merges cut short, or of another tokenizer? A token that no merge makes is "
-                                 "taken as a special token only when spelled <...> or [...] or outside the byte-level alphabet")
+    lost = sorted(text for text in specials - named if _lost_merge(text, entries))
+    if lost:  # what a merge would make: taken as special tokens, they would be matched in text
+        shown = ", ".join(repr(text[:30]) for text in lost[:3])
+        raise TokenizerFileError(f"{path}: no merge makes {len(lost):,} of its tokens ({shown}{', ...' if len(lost) > 3 else ''}), "
+                                 "though two tokens of lower ids join into each; are the merges cut short, or of another "
+                                 "tokenizer? (Name a special token of that shape with --special-ids.)")
     if None in tokens:  # a character outside the alphabet: no byte-level token
         specials.update(text for text, token in zip(texts, tokens) if token is None)
         ranks = {token: rank for text, token, rank in zip(texts, tokens, ids) if text not in specials and token is not None}

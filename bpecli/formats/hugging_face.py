@@ -202,7 +202,7 @@ def load_hugging_face(path: Path, document: dict, pattern: str | None, specials:
     check_merges(path, merges, made, parts, model["vocab"])
     # entries no merge makes and no added token names (GPT-2's <|endoftext|> in a plain
     # ByteLevelBPETokenizer) become special tokens, as they do from vocab.json
-    ranks, extra = split_vocab(path, entries, set(made))
+    ranks, extra = split_vocab(path, entries, set(made), specials or ())
     found, prefix_by_pre_tokenizer = _hugging_face_pattern(path, document.get("pre_tokenizer"))
     specials = specials if specials is not None else {**extra, **added}
     template = _template(path, document.get("post_processor"), specials)

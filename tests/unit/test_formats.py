@@ -169,12 +169,22 @@ def test_merges_cut_short_are_refused_never_read_as_special_tokens(tmp_path, gpt
         Tokenizer.load(tmp_path / "vocab.json")
 
 
-def test_tokens_no_merge_makes_spelled_as_special_tokens_are_special(tmp_path, gpt2_vocab, fixtures):
+def test_tokens_no_merge_makes_that_no_lost_merge_explains_are_special(tmp_path, gpt2_vocab, fixtures):
+    """Spelled as special tokens are, or (Falcon's >>TITLE<<) of no two tokens of lower ids; a token
+    two lower ones make, only when the caller names it."""
     vocab = json.loads(gpt2_vocab.read_text(encoding="utf-8"))
-    vocab.update({"<pad>": 50257, "[MASK]": 50258})
+    vocab = {">>TITLE<<": 0, **{token: rank + 1 for token, rank in vocab.items()}}
+    vocab.update({"<pad>": 50258, "[MASK]": 50259})
     (tmp_path / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
     (tmp_path / "merges.txt").write_bytes((fixtures / "gpt2_merges.txt").read_bytes())
-    assert Tokenizer.load(tmp_path / "vocab.json").special_tokens == {"<|endoftext|>": 50256, "<pad>": 50257, "[MASK]": 50258}
+    assert Tokenizer.load(tmp_path / "vocab.json").special_tokens == {
+        ">>TITLE<<": 0, "<|endoftext|>": 50257, "<pad>": 50258, "[MASK]": 50259}
+    vocab["Ġworldworld"] = 50260  # "Ġworld" and "world" make it: as a merges.txt cut short would leave it
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    with pytest.raises(BpecliError, match="no merge makes 1 of its tokens .'Ġworldworld'.*--special-ids"):
+        Tokenizer.load(tmp_path / "vocab.json")
+    named = {">>TITLE<<": 0, "<|endoftext|>": 50257, "Ġworldworld": 50260}
+    assert Tokenizer.load(tmp_path / "vocab.json", special_tokens=named).special_tokens == named
 
 def test_a_pattern_stored_in_a_file_is_named_as_from_that_file(trained, tmp_path):
     for name in TOKENIZER_FILES:
