@@ -30,7 +30,7 @@ class _Command(TyperCommand):
 
     def invoke(self, ctx):
         try:
-            load_numpy_within_limit()
+            load_numpy_within_limit(sys.argv[1:])
             return super().invoke(ctx)
         except BpecliError as e:
             if ran_out_of_memory(e):  # pyarrow's ArrowMemoryError, said as an input it cannot read

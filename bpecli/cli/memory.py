@@ -81,12 +81,16 @@ def out_of_memory(ctx) -> NoReturn:
     os._exit(1)
 
 
-def load_numpy_within_limit() -> None:
+def load_numpy_within_limit(args: list[str] | None = None) -> None:
     """Under a memory limit, load numpy now, while the command has taken no memory yet, and first
     in a forked child to see that it loads: OpenBLAS, which numpy loads, ends a process it cannot
-    allocate for with exit(1) and a line of its own, before Python can say a word. (Without a
-    limit nothing happens here: numpy is loaded where it is needed, if it is.)"""
-    if "numpy" in sys.modules or memory_limit() is None or not hasattr(os, "fork"):
+    allocate for with exit(1) and a line of its own, before Python can say a word. pyarrow too,
+    where the command line names a file it reads (Parquet, compressed, a URI): glibc ends a process
+    whose dlopen of it finds no room for thread-local data ("cannot allocate memory for
+    thread-local data: ABORT"). (Without a limit nothing happens here: each is loaded where it is
+    needed, if it is.)"""
+    modules = ["numpy"] + (["pyarrow"] if any(map(_read_by_pyarrow, args or [])) else [])
+    if all(name in sys.modules for name in modules) or memory_limit() is None or not hasattr(os, "fork"):
         return
     pid = os.fork()
     if pid == 0:
@@ -95,10 +99,11 @@ def load_numpy_within_limit() -> None:
             from ..parallel.local import to_devnull
 
             to_devnull(1, 2)
+            import importlib
             import mmap
 
-            import numpy  # noqa: F401
-
+            for name in modules:
+                importlib.import_module(name)
             # and room to spare: glibc reserves 64 MB for a thread's first malloc, and near the
             # limit OpenBLAS's own allocation may find less than it did here
             mmap.mmap(-1, _SPARE_MB << 20).close()
@@ -108,4 +113,12 @@ def load_numpy_within_limit() -> None:
     _, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise MemoryError
-    import numpy  # noqa: F401
+    import importlib
+
+    for name in modules:
+        importlib.import_module(name)
+
+
+def _read_by_pyarrow(arg: str) -> bool:
+    """Whether a command-line argument names an input pyarrow reads."""
+    return "://" in arg or arg.lower().endswith((".parquet", ".gz", ".zst", ".bz2"))
