@@ -30,6 +30,11 @@ def shard_header(shard_format: str, dtype: str, length: int) -> bytes:
     return _npy_header(dtype, length)
 
 
+def shard_bytes(shard_format: str, dtype: str, length: int) -> int:
+    """The size of a shard file of length ids: its header and the ids."""
+    return len(shard_header(shard_format, dtype, length)) + length * np.dtype(dtype).itemsize
+
+
 def _npy_header(dtype: str, length: int) -> bytes:
     buffer = io.BytesIO()
     descr = np.lib.format.dtype_to_descr(np.dtype(dtype).newbyteorder("<"))

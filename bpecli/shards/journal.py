@@ -14,7 +14,7 @@ import numpy as np
 from .. import folders
 from ..errors import OutputError, arg
 from ..folders import file_sha256
-from .formats import shard_header
+from .formats import shard_bytes, shard_header
 from .layout import (CLEARING, JOURNAL, MANIFEST, PARTIAL, REBUILD, SHA256, SHARD_NAME, UNBOUNDED, checked_shards, damaged,
                      differences, index_name, is_file_here, load_state, read_json, read_manifest, shard_name, splits_of)
 from .verification import missing, verify
@@ -48,8 +48,8 @@ def prepare(out: Path, settings: dict, force: bool) -> dict | list[dict]:
     except OutputError as e:
         if not force:
             raise
-        _refuse_foreign(out, [], " (its records here are damaged, so it cannot tell its own files)" if "damaged" in str(e) else "")
-    clear(out, keep=set())  # another run, or records too damaged to trust: rebuilt from nothing
+        why = " (its records here are damaged, so it cannot tell its own files)" if "damaged" in str(e) else ""
+    clear(out, keep=set(), why=why)  # another run, or records too damaged to trust: rebuilt from nothing
     return []
 
 
@@ -87,7 +87,6 @@ def _same_run(out: Path, settings: dict, force: bool) -> dict | list[dict]:
             if not _intact(out, shard, settings):
                 break
             kept.append(shard)
-    _refuse_foreign(out, [])
     clear(out, keep={name for shard in kept for name in (shard["file"], shard.get("index"))})
     return [dict(shard, parts=recorded, written=_checked_written(journal.get("written"))) for shard in kept]
 
@@ -108,9 +107,10 @@ def _intact(out: Path, shard: dict, settings: dict) -> bool:
     out of the folder), whose size and header say its number of tokens, with its sha256, and
     its document index beside it with its own."""
     path, dtype = out / shard["file"], settings["dtype"]
-    header = shard_header(settings.get("shard_format", "npy"), dtype, shard["tokens"])
-    if not is_file_here(path) or path.stat().st_size != len(header) + shard["tokens"] * np.dtype(dtype).itemsize:
+    shard_format = settings.get("shard_format", "npy")
+    if not is_file_here(path) or path.stat().st_size != shard_bytes(shard_format, dtype, shard["tokens"]):
         return False
+    header = shard_header(shard_format, dtype, shard["tokens"])
     with open(path, "rb") as f:
         if f.read(len(header)) != header:
             return False
@@ -143,11 +143,12 @@ def _unparsed(path: Path) -> str | None:
     return None
 
 
-def _refuse_foreign(out: Path, found: list[str], why: str = "") -> None:
-    """An error, before anything is removed, naming what out holds of someone else's: found, and
-    every entry with a shard's name (nanoGPT's own train.bin, say) that bpecli's records here
-    neither name nor claim, or that is no file of its own. Such files are never removed nor
-    replaced, force or not. why: what is wrong with the records, if anything."""
+def _refuse_foreign(out: Path, found: list[str], why: str = "") -> Ours:
+    """What in out is bpecli's (see Ours); an error, before anything is removed, naming what out
+    holds of someone else's: found, and every entry with a shard's name (nanoGPT's own train.bin,
+    say) that bpecli's records here neither name nor claim, or that is no file of its own. Such
+    files are never removed nor replaced, force or not. why: what is wrong with the records, if
+    anything."""
     ours = Ours.of(out)
     foreign = sorted(found + [path.name for path in out.iterdir() if SHARD_NAME.fullmatch(path.name)
                               and not (ours(path.name) and is_file_here(path))])
@@ -155,6 +156,7 @@ def _refuse_foreign(out: Path, found: list[str], why: str = "") -> None:
         named = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise OutputError(f"{out} holds {named}, which bpecli has no record of writing{why}; move them away "
                           f"or choose another {arg('out_dir')}")
+    return ours
 
 
 class Ours:
@@ -205,11 +207,12 @@ class Ours:
         return number < self.claimed[found.group(1)] and name in (shard, index_name(shard))
 
 
-def clear(out: Path, keep: set) -> None:
-    """Remove our files from out (see Ours), except the shards (and indexes) named in keep. The
-    manifest goes first, as a rename to CLEARING: the folder never looks finished while it is not,
-    and a removal cut short (a kill) leaves a record of what is bpecli's; the records go last."""
-    ours = Ours.of(out)
+def clear(out: Path, keep: set, why: str = "") -> None:
+    """Remove our files from out (see Ours), except the shards (and indexes) named in keep; none
+    while out holds someone else's (see _refuse_foreign: why). The manifest goes first, as a
+    rename to CLEARING: the folder never looks finished while it is not, and a removal cut short
+    (a kill) leaves a record of what is bpecli's; the records go last."""
+    ours = _refuse_foreign(out, [], why)
     if (out / MANIFEST).exists():
         os.replace(out / MANIFEST, out / CLEARING)
     for path in out.iterdir():

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import InputError, arg
 from ..folders import file_sha256
 from ..inputs.sources import is_uri
-from .formats import read_shard, shard_header
+from .formats import read_shard, shard_bytes
 from .layout import MANIFEST, REBUILD, UNREADABLE, input_identity, is_file_here, read_manifest
 
 
@@ -54,8 +54,7 @@ def missing(out: Path, manifest: dict) -> list[str]:
     not of the size it says: the cheap half of verify, for a rerun that finds the run finished."""
     problems = []
     for shard in manifest["shards"]:
-        header = shard_header(manifest.get("shard_format", "npy"), manifest["dtype"], shard["tokens"])
-        size = len(header) + shard["tokens"] * np.dtype(manifest["dtype"]).itemsize
+        size = shard_bytes(manifest.get("shard_format", "npy"), manifest["dtype"], shard["tokens"])
         for name, expected in ((shard["file"], size), (shard.get("index"), None)):
             if name is None:
                 continue

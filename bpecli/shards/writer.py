@@ -219,10 +219,10 @@ class ShardWriter:
                  "index": index_name(name), "index_sha256": hashlib.sha256(buffer.getvalue()).hexdigest(),
                  "next_part": next_part, "skip": skip}
         number = len(stream.shards)
-        if number >= self.claimed[stream.split]:  # claimed before it has its name: a rerun knows it is ours
+        unclaimed = number >= self.claimed[stream.split]  # claimed before it has its name: a rerun knows it is ours
+        if unclaimed:
             self.claimed[stream.split] = max(2 * number, number + CLAIM_AHEAD)
-            self._guarded(self._write_journal, self.shards + [shard])
-        elif self.journal.due():
+        if unclaimed or self.journal.due():
             self._guarded(self._write_journal, self.shards + [shard])
         if os.path.lexists(self.out / name) or os.path.lexists(self.out / index_name(name)):
             self.discard()
