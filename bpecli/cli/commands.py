@@ -135,7 +135,8 @@ def encode(
     if out is not None and as_json:
         binary_stdout()  # a closed stdout is said now, not after the shards whose summary it would take
     for name in inputs or []:
-        _no_file(name, lambda: name, f"bpecli encode -t {_shown(tokenizer)}", "text")
+        _no_file(name, any(c.isspace() for c in name) or "." not in name and "/" not in name,
+                 f"to encode the text itself, pipe it in: echo -n {_quoted(name[:40])} | bpecli encode -t {_quoted(tokenizer)}")
     keep_freed_memory()  # the command owns its process, as the workers own theirs
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if out is None:
@@ -178,7 +179,9 @@ def decode(
     """
     from ..inputs.documents import id_blocks
 
-    _no_file(input, lambda: " ".join(input.split()).replace(",", " ").strip(), f"bpecli decode -t {_shown(tokenizer)}", "ids")
+    ids = " ".join(input.split()).replace(",", " ").strip()
+    _no_file(input, bool(input) and all(c.isdecimal() or c.isspace() or c == "," for c in input),
+             f"to decode the ids themselves, pipe them in: echo {_quoted(ids[:40])} | bpecli decode -t {_quoted(tokenizer)}")
     tok = _load_tokenizer(tokenizer, pattern, special_ids)
     if input.endswith((".npy", ".bin")):
         from ..shards import read_shard
@@ -308,30 +311,23 @@ def _template_ends(tok, bos: int | None, eot: int | None, *, bos_given: bool, eo
     return (bos if bos_given or not prefix else prefix[0]), (eot if eot_given or not suffix else suffix[0])
 
 
-def _no_file(name: str, piped, command: str, what: str) -> None:
-    """An input that names no file and looks like what the command reads from stdin (text with
-    a space or without a file's dot, ids): an error that says how to pipe it in."""
+def _no_file(name: str, typed: bool, hint: str) -> None:
+    """An input that names no file but looks typed for the command to read from stdin (typed): an
+    error with hint, which says how to pipe it in."""
     import os
-    import re
-    import shlex
 
     from ..errors import InputError
     from ..inputs.sources import is_uri
 
-    if name == "-" or is_uri(name) or os.path.lexists(name):
-        return
-    looks = re.fullmatch(r"[\d\s,]+", name) if what == "ids" else (any(c.isspace() for c in name) or
-                                                                   "." not in name and "/" not in name)
-    if looks:
-        echo = "echo" if what == "ids" else "echo -n"
-        raise InputError(f"{name[:40]}: no such file; to {command.split()[1]} the {what} {'themselves' if what == 'ids' else 'itself'}, "
-                         f"pipe {'them' if what == 'ids' else 'it'} in: {echo} {shlex.quote(piped()[:40])} | {command}")
+    if typed and name != "-" and not is_uri(name) and not os.path.lexists(name):
+        raise InputError(f"{name[:40]}: no such file; {hint}")
 
 
-def _shown(tokenizer) -> str:
+def _quoted(text) -> str:
+    """text as a shell word."""
     import shlex
 
-    return shlex.quote(str(tokenizer))
+    return shlex.quote(str(text))
 
 
 def _load_tokenizer(path: str | Path, pattern: str | None, special_ids: list[str] | None):

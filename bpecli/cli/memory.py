@@ -3,6 +3,7 @@ first in a forked check, and a run that finds no memory says the limit, or what 
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import resource
@@ -99,7 +100,6 @@ def load_numpy_within_limit(args: list[str] | None = None) -> None:
             from ..parallel.local import to_devnull
 
             to_devnull(1, 2)
-            import importlib
             import mmap
 
             for name in modules:
@@ -113,8 +113,6 @@ def load_numpy_within_limit(args: list[str] | None = None) -> None:
     _, status = os.waitpid(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise MemoryError
-    import importlib
-
     for name in modules:
         importlib.import_module(name)
 

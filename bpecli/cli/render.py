@@ -160,11 +160,10 @@ def shards_summary(run, out: Path, quiet: bool, as_json: bool) -> None:
 
     m = run.manifest
     # said even with --quiet: what a training loop would read is not there, or not as it reads it
-    for split, other in (("val", "larger"), ("train", "smaller")):
+    for split, called, other in (("val", "validation", "larger"), ("train", "training", "smaller")):
         if "splits" in m and not m["splits"][split]["documents"]:
-            note(f"no document fell in the {'validation' if split == 'val' else 'training'} split (--val-fraction "
-                 f"{m['val_fraction']:g} of {counted(m['total_documents'], 'document')}), so there are no {split} shards; "
-                 f"give a {other} --val-fraction")
+            note(f"no document fell in the {called} split (--val-fraction {m['val_fraction']:g} of "
+                 f"{counted(m['total_documents'], 'document')}), so there are no {split} shards; give a {other} --val-fraction")
     if m.get("shard_format") == "nanogpt" and m["dtype"] == "uint32":
         note("the .bin files hold uint32 ids (the vocabulary has ids past 65,535, or --dtype uint32); nanoGPT's "
              "train.py reads them as np.uint16: change its np.memmap dtype to np.uint32")

@@ -111,8 +111,7 @@ def load_gpt2(generation: folders.Generation, name: str, entries: dict, pattern:
         shown = f" {line[:60]!r}" if quote else ""
         raise TokenizerFileError(f"{merges_path}:{number}: error parsing line{shown} (expected 'left right')")
     made = list(map(str.replace, merges, repeat(" "), repeat(""), repeat(1)))
-    _check_ids(path, entries)  # (vocab.json's, said of it before any merge is read)
-    check_merges(merges_path, merges, made, " ".join(merges).split(" "), entries, quote=quote)
+    check_merges(merges_path, merges, made, " ".join(merges).split(" "), entries, quote=quote, vocab_path=path)
     ranks, found_specials = split_vocab(path, entries, set(made), specials or ())
     pattern = pattern_of(pattern, "gpt2", "the default for vocab.json")
     return checked(path, ranks, specials if specials is not None else found_specials, pattern, [path, merges_path])
@@ -126,12 +125,13 @@ def _text(data: bytes, path: Path) -> str:
         raise TokenizerFileError(f"{path}: {folders.not_utf8(data, e)}") from None
 
 
-def check_merges(path: Path, merges: list, made: list[str], parts: list[str], entries: dict, *, quote: bool = True) -> None:
+def check_merges(path: Path, merges: list, made: list[str], parts: list[str], entries: dict, *, quote: bool = True,
+                 vocab_path: Path | None = None) -> None:
     """Each merge joins two tokens of the vocabulary (entries) into a third (Hugging Face refuses
     any other: a vocabulary and merges of two tokenizers are refused here too), and the merges
     follow the order of the ids they make, or Hugging Face's ids would differ from bpecli's (see
     docs/design.md, "tokenizer.json's merge order")."""
-    _check_ids(path, entries)
+    _check_ids(vocab_path or path, entries)  # vocab_path: the vocabulary's own file, where it is not path
     ids: list = list(map(entries.get, made))
     if None in ids or not all(map(entries.__contains__, parts)):
         for number, (merge, token) in enumerate(zip(merges, made), 1):

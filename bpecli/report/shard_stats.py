@@ -158,8 +158,8 @@ def _slots(manifest: dict, tokenizer: Tokenizer | None) -> Slots:
         ids = np.unique(np.fromiter([*tokenizer.decoder, *named], dtype=np.int64))
     else:
         size = manifest["tokenizer"].get("vocab_size")
-        bound = max([size if isinstance(size, int) else 0, *(i + 1 for i in named)])
-        bound = manifest["max_id"] + 1 if "max_id" in manifest else bound  # (read_manifest: no id it names is past it)
+        # (read_manifest: no id the manifest names is past its max_id)
+        bound = manifest["max_id"] + 1 if "max_id" in manifest else max([size if isinstance(size, int) else 0, *(i + 1 for i in named)])
         if not 0 < bound <= min(dtype_top, MAX_DENSE):
             raise InputError(f"the manifest names ids up to {bound - 1:,}: too many to count without the tokenizer, or "
                              f"more than {manifest['dtype']} holds; give the tokenizer ({arg('tokenizer')}), or encode again with {arg('force', True)}")
