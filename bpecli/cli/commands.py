@@ -18,7 +18,7 @@ from . import render
 from .ids import write_decoded, write_ids
 from .options import (
     FRACTION_METAVAR, AllowedSpecial, Dtype, Errors, Format, JsonOption, PatternOption, Peer, SchedulerOption, ShardFormat,
-    SpecialIdsOption, TokenizerOption, cpus, fraction, whole_option,
+    SpecialIdsOption, TokenizerOption, cpus, folder, fraction, named, whole_option,
 )
 from .streams import binary_stdout
 
@@ -31,9 +31,9 @@ LLMC_MAX_TOKENS = 2**31 - 1
 
 
 def train(
-    inputs: Annotated[list[str], typer.Argument(help="Text (.txt), .jsonl, .parquet, .gz/.zst/.bz2 files; - reads stdin.", metavar="INPUT...")],
+    inputs: Annotated[list[str], typer.Argument(parser=named, help="Text (.txt), .jsonl, .parquet, .gz/.zst/.bz2 files; - reads stdin.", metavar="INPUT...")],
     vocab_size: Annotated[int, whole_option(256, MAX_ID + 1, help="Bytes + merges + special tokens.")],
-    out: Annotated[Path, typer.Option(help="Folder to write the tokenizer files into.")],
+    out: Annotated[Path, typer.Option(parser=folder, help="Folder to write the tokenizer files into.")],
     special: Annotated[list[str], typer.Option(help="A special token, repeatable; it separates documents.")] = [],
     pattern: Annotated[str, typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex.")] = "gpt2",
     workers: Annotated[int, whole_option(1, help="Processes that count pre-tokens, then threads that share the merge loop (at most the CPUs this process may use).", show_default="all of them")] = cpus(),
@@ -91,13 +91,13 @@ def train(
 
 def encode(
     tokenizer: TokenizerOption,
-    inputs: Annotated[Optional[list[str]], typer.Argument(help="Text (.txt), .jsonl, .parquet, .gz/.zst/.bz2 files; - or nothing reads stdin. Without --out: a line of ids per text file, or per JSONL line or Parquet row.", metavar="[INPUT...]")] = None,
+    inputs: Annotated[Optional[list[str]], typer.Argument(parser=named, help="Text (.txt), .jsonl, .parquet, .gz/.zst/.bz2 files; - or nothing reads stdin. Without --out: a line of ids per text file, or per JSONL line or Parquet row.", metavar="[INPUT...]")] = None,
     format: Annotated[Format, typer.Option("--format", "-f", help="ids, tokens, json or count.")] = Format.ids,
     lines: Annotated[bool, typer.Option("--lines", help="Encode each line of a text input on its own, one output line each (JSONL and Parquet give a line per record anyway).")] = False,
     allowed_special: Annotated[AllowedSpecial, typer.Option(help="all: special-token text becomes the special tokens' ids; none: plain text. (The Python API's encode refuses it unless allowed_special names it, as tiktoken does.)")] = AllowedSpecial.all,
     special: Annotated[Optional[AllowedSpecial], typer.Option("--special", hidden=True, help="The former name of --allowed-special.")] = None,
     add_special_tokens: Annotated[bool, typer.Option("--add-special-tokens/--no-add-special-tokens", help="Put the tokenizer's template tokens (a Hugging Face post-processor, or train --bos/--eos) around each text, as Hugging Face's encode does; with --out they are each document's --bos and --eot.")] = True,
-    out: Annotated[Optional[Path], typer.Option(help="Write token shards and manifest.json into this folder.")] = None,
+    out: Annotated[Optional[Path], typer.Option(parser=folder, help="Write token shards and manifest.json into this folder.")] = None,
     shard_tokens: Annotated[int, whole_option(1, help="Tokens per shard (the last one holds the rest).")] = 100_000_000,
     workers: Annotated[int, whole_option(1, help="Processes that encode, with --out (at most the CPUs this process may use).", show_default="all of them")] = cpus(),
     scheduler: SchedulerOption = None,
@@ -165,7 +165,7 @@ def encode(
 
 def decode(
     tokenizer: TokenizerOption,
-    input: Annotated[str, typer.Argument(help="Whitespace-separated ids, or a shard (.npy or llm.c .bin); - reads stdin.", metavar="[INPUT]")] = "-",
+    input: Annotated[str, typer.Argument(parser=named, help="Whitespace-separated ids, or a shard (.npy or llm.c .bin); - reads stdin.", metavar="[INPUT]")] = "-",
     errors: Annotated[Errors, typer.Option(help="Ids that make invalid UTF-8: U+FFFD (replace) or an error (strict).")] = Errors.replace,
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,
@@ -195,13 +195,13 @@ def decode(
 
 
 def inspect(
-    target: Annotated[str, typer.Argument(help="A tokenizer (any format encode takes) or a shard folder.", metavar="TARGET")],
+    target: Annotated[str, typer.Argument(parser=named, help="A tokenizer (any format encode takes) or a shard folder.", metavar="TARGET")],
     text: Annotated[Optional[str], typer.Option(help="Show how this text splits; - reads stdin.")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Shard folder: re-hash every shard against the manifest.")] = False,
-    compare: Annotated[Optional[list[str]], typer.Option(help="Another tokenizer to set beside this one (repeatable); on --corpus too.")] = None,
-    corpus: Annotated[Optional[list[str]], typer.Option(help="Text, .jsonl or .parquet to measure bytes per token on (repeatable; large ones are sampled).")] = None,
-    report: Annotated[Optional[Path], typer.Option(help="Write the figures as one self-contained HTML page to this file.")] = None,
-    shard_tokenizer: Annotated[Optional[str], typer.Option("--tokenizer", "-t", help="Shard folder: the tokenizer it was encoded with, to show tokens, not ids, and bytes per token.")] = None,
+    compare: Annotated[Optional[list[str]], typer.Option(parser=named, help="Another tokenizer to set beside this one (repeatable); on --corpus too.")] = None,
+    corpus: Annotated[Optional[list[str]], typer.Option(parser=named, help="Text, .jsonl or .parquet to measure bytes per token on (repeatable; large ones are sampled).")] = None,
+    report: Annotated[Optional[Path], typer.Option(parser=folder, help="Write the figures as one self-contained HTML page to this file.")] = None,
+    shard_tokenizer: Annotated[Optional[str], typer.Option("--tokenizer", "-t", parser=named, help="Shard folder: the tokenizer it was encoded with, to show tokens, not ids, and bytes per token.")] = None,
     as_json: JsonOption = False,
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,
@@ -275,7 +275,7 @@ def _inspect_shards(folder: Path, tok, verify: bool, as_json: bool, report: Path
 
 def bench(
     tokenizer: TokenizerOption,
-    corpus: Annotated[str, typer.Argument(help="A UTF-8 text file (documents split at special tokens), or .jsonl / .parquet (a document per record).", metavar="CORPUS")],
+    corpus: Annotated[str, typer.Argument(parser=named, help="A UTF-8 text file (documents split at special tokens), or .jsonl / .parquet (a document per record).", metavar="CORPUS")],
     against: Annotated[Optional[Peer], typer.Option(help="A peer built from the same ranks, timed in the same run.")] = None,
     workers: Annotated[int, whole_option(1, help="Processes for bpecli, threads for the peer.")] = 1,
     repeat: Annotated[int, whole_option(1, help="Runs of each; the median counts.")] = 3,

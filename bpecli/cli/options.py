@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -106,8 +107,24 @@ def fraction(value: str | float) -> float:
 FRACTION_METAVAR = "<float range> [0<x<1]"
 
 
+def named(value: str) -> str:
+    """The parser of a file, folder or tokenizer name: an empty one is a usage error (exit 2), where
+    a path would take it as the current folder."""
+    if value == "":
+        raise typer.BadParameter("is empty; name a file or folder (. is the current folder)")
+    return value
+
+
+def folder(value: str | Path) -> Path:
+    """The parser of a folder or file to write: a Path, and never an empty name."""
+    return value if isinstance(value, Path) else Path(named(value))
+
+
+named.__name__, folder.__name__ = "str", "path"  # the metavars typer shows, as before the parsers
+
+
 TokenizerOption = Annotated[  # a str, as given: a Path would write "s3://" as "s3:/" in messages
-    str, typer.Option("--tokenizer", "-t", help="A bpecli folder, vocab.json, tokenizer.json or .tiktoken file, or the name of an encoding tiktoken knows (gpt2, cl100k_base, o200k_base...; a file of that name wins).")
+    str, typer.Option("--tokenizer", "-t", parser=named, help="A bpecli folder, vocab.json, tokenizer.json or .tiktoken file, or the name of an encoding tiktoken knows (gpt2, cl100k_base, o200k_base...; a file of that name wins).")
 ]
 SchedulerOption = Annotated[Optional[str], typer.Option(
     envvar="BPECLI_SCHEDULER", show_envvar=False, show_default="this machine",  # (in the help, "[...]" is rich's markup)

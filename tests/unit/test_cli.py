@@ -512,6 +512,21 @@ def test_what_a_newcomer_types_first_gets_a_line_that_says_what_to_do(gpt2_vocab
     assert not (tmp_path / "nowhere").exists()
 
 
+@pytest.mark.parametrize("args", [
+    ["encode", "-t", "", "c.txt"], ["encode", "-t", "{vocab}", "c.txt", "--out", ""], ["encode", "-t", "{vocab}", ""],
+    ["train", "c.txt", "--out", "", "--vocab-size", "300"], ["train", "", "--out", "tok", "--vocab-size", "300"],
+    ["decode", "-t", "{vocab}", ""], ["inspect", ""], ["inspect", "{vocab}", "--compare", ""],
+    ["inspect", "{vocab}", "--corpus", ""], ["inspect", "{vocab}", "--report", ""], ["bench", "-t", "{vocab}", ""],
+])
+def test_an_empty_name_is_refused_not_taken_as_the_current_folder(args, gpt2_vocab, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.txt").write_text("hello")
+    result = run(*(arg.format(vocab=gpt2_vocab) for arg in args))
+    assert result.exit_code == 2
+    assert "is empty; name a file or folder" in result.output
+    assert sorted(os.listdir(tmp_path)) == ["c.txt"]
+
+
 def test_an_empty_split_and_uint32_for_nanogpt_are_said(gpt2_vocab, tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"text": f"other document {i}"}) + "\n" for i in range(40)), encoding="utf-8")
