@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import BpecliError, InputError, arg
 from ..tokenizer import Tokenizer
-from .layout import MANIFEST, REBUILD, load_state
+from .layout import INDEX_SUFFIX, MANIFEST, REBUILD, UNBOUNDED, load_state
 
 LLMC_HEADER_INTS = 256
 LLMC_MAGIC = {"uint16": (20240520, 1), "uint32": (20240801, 7)}  # dtype -> (magic, version)
@@ -33,6 +33,31 @@ def shard_header(shard_format: str, dtype: str, length: int) -> bytes:
 def shard_bytes(shard_format: str, dtype: str, length: int) -> int:
     """The size of a shard file of length ids: its header and the ids."""
     return len(shard_header(shard_format, dtype, length)) + length * np.dtype(dtype).itemsize
+
+
+def has_shard_shape(path: Path, shard_format: str, dtype: str, shard_tokens: int) -> bool:
+    """Whether the file at path is shaped as the shard (or, for an .idx name, the document index)
+    bpecli writes: its format's very header for the ids it holds, at most shard_tokens of them.
+    (A nanoGPT .bin has no header: only its size is checked.)"""
+    if path.suffix == INDEX_SUFFIX:
+        shard_format, dtype, shard_tokens = "npy", "int64", UNBOUNDED
+    itemsize = np.dtype(dtype).itemsize
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(4 * LLMC_HEADER_INTS)
+    except OSError:
+        return False
+    header_sizes = {"nanogpt": [0], "llmc": [4 * LLMC_HEADER_INTS]}.get(shard_format, NPY_HEADER_SIZES)
+    for header_size in header_sizes:
+        length, rest = divmod(size - header_size, itemsize)
+        if 0 <= length <= shard_tokens and not rest and head.startswith(shard_header(shard_format, dtype, length)):
+            return True
+    return False
+
+
+# numpy pads a 1.0 header to a multiple of 64 bytes; a 1-d array's fits in 64 or 128 of them
+NPY_HEADER_SIZES = (64, 128)
 
 
 def _npy_header(dtype: str, length: int) -> bytes:

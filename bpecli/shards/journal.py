@@ -14,7 +14,7 @@ import numpy as np
 from .. import folders
 from ..errors import OutputError, arg
 from ..folders import file_sha256
-from .formats import shard_bytes, shard_header
+from .formats import has_shard_shape, shard_bytes, shard_header
 from .layout import (CLEARING, JOURNAL, MANIFEST, PARTIAL, REBUILD, SHA256, SHARD_NAME, UNBOUNDED, checked_shards, damaged,
                      differences, index_name, is_file_here, load_state, read_json, read_manifest, shard_name, splits_of)
 from .verification import missing, verify
@@ -151,7 +151,7 @@ def _refuse_foreign(out: Path, found: list[str], why: str = "") -> Ours:
     anything."""
     ours = Ours.of(out)
     foreign = sorted(found + [path.name for path in out.iterdir() if SHARD_NAME.fullmatch(path.name)
-                              and not (ours(path.name) and is_file_here(path))])
+                              and not ours(path)])
     if foreign:
         named = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise OutputError(f"{out} holds {named}, which bpecli has no record of writing{why}; move them away "
@@ -160,18 +160,24 @@ def _refuse_foreign(out: Path, found: list[str], why: str = "") -> Ours:
 
 
 class Ours:
-    """Whether a name in a shard folder is bpecli's: a shard (or document index) that its
+    """Whether a file in a shard folder is bpecli's: a shard (or document index) that its
     manifest or journal lists, or one its journal claims. A run claims the names it may write
-    before it writes them (Journal.write), so even the shards past the journal's list are known."""
+    before it writes them (Journal.write), so even the shards past the journal's list are known;
+    a file at a claimed name is ours only if it is shaped as the shard the run would have
+    written there (formats.has_shard_shape), so what someone put there since is left alone."""
 
-    def __init__(self, listed: set[str], claimed: dict[str, int], shard_format: str):
-        self.listed, self.claimed, self.format = listed, claimed, shard_format
+    def __init__(self, listed: set[str], claimed: dict[str, int], settings: dict):
+        self.listed, self.claimed = listed, claimed
+        self.format = settings.get("shard_format", "npy")
+        self.dtype: str = settings["dtype"] if settings.get("dtype") in ("uint16", "uint32") else "uint32"
+        tokens = settings.get("shard_tokens")
+        self.shard_tokens = tokens if type(tokens) is int and tokens > 0 else UNBOUNDED
 
     @classmethod
     def of(cls, out: Path) -> Ours:
         listed: set[str] = set()
         claimed: dict[str, int] = {}
-        shard_format = "npy"
+        journal_settings: dict = {}
         for path in (out / MANIFEST, out / JOURNAL, out / CLEARING):
             try:
                 document = load_state(path)
@@ -187,16 +193,20 @@ class Ours:
                         listed.add(name)
             settings = document.get("settings")
             if path.name == JOURNAL and isinstance(settings, dict):
-                shard_format = settings.get("shard_format", "npy")
+                journal_settings = settings
                 found = document.get("claimed")
                 if isinstance(found, dict):
                     claimed = {split: n for split, n in found.items() if type(n) is int}
                 elif found is None and "format_version" in settings:  # a journal of a bpecli that claimed nothing:
                     # every name of its format and splits, as that bpecli took them
+                    shard_format = settings.get("shard_format", "npy")
                     claimed = dict.fromkeys(splits_of(settings.get("val_fraction"), shard_format), UNBOUNDED)
-        return cls(listed, claimed, shard_format)
+        return cls(listed, claimed, journal_settings)
 
-    def __call__(self, name: str) -> bool:
+    def __call__(self, path: Path) -> bool:
+        if not is_file_here(path):
+            return False
+        name = path.name
         if name in self.listed:
             return True
         found = SHARD_NAME.fullmatch(name)
@@ -204,7 +214,8 @@ class Ours:
             return False
         number = int(found.group(2)[1:]) if found.group(2) else 0
         shard = shard_name(number, self.format, found.group(1))
-        return number < self.claimed[found.group(1)] and name in (shard, index_name(shard))
+        return (number < self.claimed[found.group(1)] and name in (shard, index_name(shard))
+                and has_shard_shape(path, self.format, self.dtype, self.shard_tokens))
 
 
 def clear(out: Path, keep: set, why: str = "") -> None:
@@ -216,7 +227,7 @@ def clear(out: Path, keep: set, why: str = "") -> None:
     if (out / MANIFEST).exists():
         os.replace(out / MANIFEST, out / CLEARING)
     for path in out.iterdir():
-        mine = ours(path.name) and is_file_here(path) or PARTIAL.fullmatch(path.name)
+        mine = ours(path) or PARTIAL.fullmatch(path.name)
         if mine and path.name not in keep:
             path.unlink()
     if not keep:

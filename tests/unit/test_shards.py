@@ -657,7 +657,7 @@ def test_a_journal_of_an_older_bpecli_claims_every_name_of_its_run(interrupted, 
     journal = json.loads((out / ".bpecli-progress.json").read_text())
     del journal["claimed"]
     (out / ".bpecli-progress.json").write_text(json.dumps(journal))
-    (out / "shard_00090.npy").write_text("left by the killed run")
+    shutil.copy(cut / "shard_00000.npy", out / "shard_00090.npy")  # shaped as the killed run's shards
     assert write(out).status == "resumed" and np.array_equal(concatenated(out), whole)
     assert not (out / "shard_00090.npy").exists()
 
@@ -683,7 +683,8 @@ def test_a_journal_that_is_json_but_none_of_bpecli_s_is_said_damaged(interrupted
 
 def test_a_resumed_run_removes_only_the_shards_it_claimed(interrupted, tmp_path):
     """Shards written past the journal's list (a kill -9 before it was written again) are the
-    run's own by its claim, and go; a file at a name it never claimed stops the rerun, kept."""
+    run's own by its claim and their shape, and go; a file at a name it never claimed, or one
+    at a claimed name not shaped as its shard, stops the rerun, kept."""
     import shutil
 
     write, cut, whole = interrupted
@@ -692,14 +693,22 @@ def test_a_resumed_run_removes_only_the_shards_it_claimed(interrupted, tmp_path)
     assert journal["claimed"]["shard"] > listed + 1
     out = tmp_path / "killed"
     shutil.copytree(cut, out)
-    (out / f"shard_{listed:05d}.npy").write_text("left by the killed run")
+    for name in (f"shard_{listed:05d}.npy", f"shard_{listed:05d}.idx"):  # as the killed run left them
+        shutil.copy(tmp_path / "whole" / name, out / name)
     assert write(out).status == "resumed" and np.array_equal(concatenated(out), whole)
-    shutil.copytree(cut, tmp_path / "theirs")
     far = f"shard_{journal['claimed']['shard']:05d}.npy"
-    (tmp_path / "theirs" / far).write_text("mine")
-    with pytest.raises(OutputError, match=f"holds {far}, which bpecli has no record of writing"):
-        write(tmp_path / "theirs")
-    assert (tmp_path / "theirs" / far).read_text() == "mine"
+    near = f"shard_{listed + 1:05d}.npy"
+    too_long = np.zeros(5001, dtype=np.uint16)  # more ids than the run's shards hold
+    for name, put in ((far, lambda path: path.write_text("mine")), (near, lambda path: path.write_text("mine")),
+                      (near, lambda path: np.save(path, too_long)), (near, lambda path: np.save(path, too_long[:10].astype(np.int32)))):
+        theirs = tmp_path / "theirs"
+        shutil.copytree(cut, theirs)
+        put(theirs / name)
+        before = (theirs / name).read_bytes()
+        with pytest.raises(OutputError, match=f"holds {name}, which bpecli has no record of writing"):
+            write(theirs)
+        assert (theirs / name).read_bytes() == before
+        shutil.rmtree(theirs)
 
 
 @pytest.mark.parametrize("damage", sorted(JOURNAL_DAMAGE))
@@ -909,3 +918,23 @@ def test_an_interrupt_before_any_step_of_writing_a_shard_leaves_nothing_partial(
         assert not [name for name in left if name.endswith(".partial")] and "manifest.json" not in left, (when, left)
         write_shards(gpt2, [str(corpus_file)], out, **options)
         assert shard_bytes(out) == reference, when
+
+
+@pytest.mark.parametrize("shard_format", ["npy", "llmc", "nanogpt"])
+def test_a_file_has_a_shard_s_shape_only_with_the_header_bpecli_writes(gpt2, sample_file, tmp_path, shard_format):
+    out = tmp_path / "out"
+    run = write_shards(gpt2, [str(sample_file)], out, shard_tokens=3000, eot=EOT, shard_format=shard_format)
+    shard, index = out / run.manifest["shards"][0]["file"], out / run.manifest["shards"][0]["index"]
+    limit = layout.UNBOUNDED if shard_format == "nanogpt" else 3000  # (nanoGPT: one file a split)
+    assert formats.has_shard_shape(shard, shard_format, "uint16", limit)
+    assert formats.has_shard_shape(index, shard_format, "uint16", limit)
+    tokens = run.manifest["shards"][0]["tokens"]
+    assert not formats.has_shard_shape(shard, shard_format, "uint16", tokens - 1)  # more ids than a shard holds
+    if shard_format != "nanogpt":  # (raw ids: only the size says anything)
+        assert not formats.has_shard_shape(shard, shard_format, "uint32", limit)
+    with open(shard, "ab") as f:
+        f.write(b"\x00")
+    assert not formats.has_shard_shape(shard, shard_format, "uint16", limit)
+    (tmp_path / "notes.txt").write_text("notes")
+    assert not formats.has_shard_shape(tmp_path / "notes.txt", shard_format, "uint16", limit)
+    assert not formats.has_shard_shape(tmp_path / "absent.npy", shard_format, "uint16", limit)
