@@ -179,7 +179,12 @@ ITEMS_PER_TASK = 4
 
 def threads(scheduler: str) -> int:
     """The worker threads of the cluster: how many tasks run at once."""
-    return max(1, sum(connect(scheduler).nthreads().values()))
+    return max(1, worker_threads(scheduler))
+
+
+def worker_threads(scheduler: str) -> int:
+    """The threads of the workers that have joined the cluster so far (0: tasks wait for one)."""
+    return sum(connect(scheduler).nthreads().values())
 
 
 def map_in_order(function: Callable, items: Iterable, setup: Callable, args: tuple, scheduler: str) -> Iterator:

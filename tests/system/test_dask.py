@@ -148,6 +148,27 @@ def test_the_command_runs_on_a_real_scheduler_and_workers(dask_processes, corpus
     assert _folder(tmp_path / "dask-shards") == _folder(tmp_path / "local-shards")
 
 
+def test_a_cluster_without_workers_is_said_and_waited_for(corpus, tmp_path):
+    with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=":0", worker_dashboard_address=":0",
+                                  processes=True) as empty:
+        train = subprocess.Popen([sys.executable, "-m", "bpecli", "train", str(corpus), "--vocab-size", "300", "-q",
+                                  "--out", str(tmp_path / "tok"), "--scheduler", empty.scheduler_address],
+                                 stderr=subprocess.PIPE, text=True)
+        try:
+            said = train.stderr.readline()
+            empty.scale(1)
+            assert train.wait(timeout=300) == 0
+        finally:
+            if train.poll() is None:
+                train.kill()
+                train.wait()
+            rest = train.stderr.read()
+            train.stderr.close()
+    assert said == (f"bpecli: note: the Dask cluster of {empty.scheduler_address} has no workers yet; waiting for one "
+                    f"(start them: dask worker {empty.scheduler_address})\n")
+    assert rest == "" and (tmp_path / "tok" / "tokenizer.json").is_file()
+
+
 def test_an_unreachable_scheduler_is_one_line(corpus, tmp_path):
     done = subprocess.run([sys.executable, "-m", "bpecli", "train", str(corpus), "--vocab-size", "300",
                            "--out", str(tmp_path / "tok"), "--scheduler", "tcp://127.0.0.1:9"],
