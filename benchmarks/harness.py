@@ -19,19 +19,30 @@ def run_job(code: str, values: dict, sample_memory: bool = False) -> dict:
     the peak PSS in MiB (see _sample_memory)."""
     prelude = "import time, json, hashlib\n" + "".join(f"{k} = {v!r}\n" for k, v in values.items())
     # whole: from the process's launch to the end of its work, less the harness's own preparation
+    # the job's end is said first, so that the memory taken after it (the ids as a list, to hash
+    # them alike whatever their type) is not counted as the job's
     epilogue = (
+        "\nprint(ENDED, flush=True)"
+        "\nif 'ids' in dir() and hasattr(ids, 'tolist'): ids = ids.tolist()"
         "\nif 'ids' in dir(): print(json.dumps({'took': took, 'n': len(ids), 'setup': globals().get('setup', 0.0), "
         "'whole': ended - LAUNCHED - globals().get('harness', 0.0) if 'ended' in dir() else None, "
         "'sha': hashlib.sha256(str(ids).encode()).hexdigest()}))\n"
     )
     start = time.perf_counter()
-    prelude += f"LAUNCHED = {time.time()!r}\n"
+    prelude += f"LAUNCHED = {time.time()!r}\nENDED = {ENDED!r}\n"
     proc = subprocess.Popen([sys.executable, "-c", prelude + code + epilogue], stdout=subprocess.PIPE, text=True)
     peak = [0]
-    sampler = threading.Thread(target=_sample_memory, args=(proc, peak), daemon=True)
+    ended = threading.Event()
+    sampler = threading.Thread(target=_sample_memory, args=(proc, peak, ended), daemon=True)
     if sample_memory:
         sampler.start()
-    out = proc.stdout.read()
+    lines = []
+    for line in proc.stdout:
+        if line.rstrip("\n") == ENDED:
+            ended.set()
+        else:
+            lines.append(line)
+    out = "".join(lines)
     proc.wait()
     if sample_memory:
         sampler.join()
@@ -43,10 +54,15 @@ def run_job(code: str, values: dict, sample_memory: bool = False) -> dict:
     return {"seconds": result.get("took", wall), "peak_mib": peak[0] / 2**20, **result}
 
 
-def _sample_memory(proc: subprocess.Popen, peak: list) -> None:
+# The line a job prints when its work is done (before the harness's own hashing of its ids)
+ENDED = "bpecli-benchmark-job-ended"
+
+
+def _sample_memory(proc: subprocess.Popen, peak: list, ended: threading.Event) -> None:
     """The largest sum of PSS (each shared page split among the processes sharing it, so forked
-    workers are not counted twice) over proc and its descendants, every 50 ms until it ends."""
-    while proc.poll() is None:
+    workers are not counted twice) over proc and its descendants, every 50 ms until its work
+    has ended."""
+    while proc.poll() is None and not ended.is_set():
         parents = {}
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
@@ -116,5 +132,8 @@ def compare(jobs: dict[str, str], values: dict, repeat: int, size: int, *, basel
             print(f"ratio {ours} / {peer}, whole process: {whole[ours] / whole[peer]:.2f}x")
     shas = {name: {r.get("sha") for r in rs} for name, rs in runs.items()}
     if all(None not in s for s in shas.values()):
-        print("ids identical:", len(set().union(*shas.values())) == 1)
+        same = len(set().union(*shas.values())) == 1
+        print("ids identical:", same)
+        if not same:  # which job gave other ids than the first
+            print("  other ids than " + ours + ":", ", ".join(name for name, s in shas.items() if s != shas[ours]))
 

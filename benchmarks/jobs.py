@@ -20,7 +20,7 @@ tok.save(OUT + ".json")
     "rustbpe": """
 import rustbpe
 from bpecli import PATTERNS
-documents = (d for d in open(CORPUS, encoding="utf-8").read().split(SPECIAL) if d)
+documents = (d for d in open(CORPUS, encoding="utf-8", newline="").read().split(SPECIAL) if d)
 tok = rustbpe.Tokenizer()
 tok.train_from_iterator(documents, vocab_size=10000, pattern=PATTERNS["gpt2"])  # no special token: 1 merge more
 """,
@@ -32,7 +32,7 @@ from bpecli import Tokenizer
 from bpecli.parallel.local import keep_freed_memory
 keep_freed_memory()  # as `bpecli encode` does
 tok = Tokenizer.load(GPT2_VOCAB)
-text = open(CORPUS, encoding="utf-8").read()
+text = open(CORPUS, encoding="utf-8", newline="").read()
 t = time.perf_counter(); ids = tok.encode(text, allowed_special="all"); took = time.perf_counter() - t; ended = time.time()
 """,
     "tiktoken": """
@@ -40,7 +40,7 @@ import tiktoken
 from bpecli.tokenizer import load
 ours = load(GPT2_VOCAB)
 enc = tiktoken.Encoding("gpt2", pat_str=ours.pattern, mergeable_ranks=ours.ranks, special_tokens=ours.special_tokens)
-text = open(CORPUS, encoding="utf-8").read()
+text = open(CORPUS, encoding="utf-8", newline="").read()
 t = time.perf_counter(); ids = enc.encode(text, allowed_special="all"); took = time.perf_counter() - t; ended = time.time()
 """,
 }
@@ -58,7 +58,7 @@ setup = time.perf_counter() - t0  # importing bpecli and loading the tokenizer (
 t = time.perf_counter()
 write_shards(tok, [CORPUS], OUT, workers={workers}, eot=tok.special_tokens[SPECIAL], shard_tokens=10_000_000)
 took = time.perf_counter() - t; ended = time.time()
-ids = np.concatenate([np.load(f) for f in sorted(glob.glob(OUT + "/shard_*.npy"))]).tolist()
+ids = np.concatenate([np.load(f) for f in sorted(glob.glob(OUT + "/shard_*.npy"))])
 """
 
 SHARD_JOBS = {
@@ -70,7 +70,7 @@ ours = load(TOKENIZER)
 enc = tiktoken.Encoding("peer", pat_str=ours.pattern, mergeable_ranks=ours.ranks, special_tokens=ours.special_tokens)
 eot = ours.special_tokens[SPECIAL]
 t = time.perf_counter()
-docs = [d for d in open(CORPUS, encoding="utf-8").read().split(SPECIAL) if d]
+docs = [d for d in open(CORPUS, encoding="utf-8", newline="").read().split(SPECIAL) if d]
 batch = enc.encode_ordinary_batch(docs, num_threads=2)
 took = time.perf_counter() - t; ended = time.time()
 ids = [i for doc in batch for i in doc + [eot]]
@@ -140,7 +140,7 @@ from bpecli import PATTERNS
 
 def documents():  # streamed, as a careful user of train_from_iterator would
     carry = ""
-    with open(CORPUS, encoding="utf-8") as f:
+    with open(CORPUS, encoding="utf-8", newline="") as f:
         while block := f.read(1 << 24):
             *whole, carry = (carry + block).split(SPECIAL)
             yield from (d for d in whole if d)
@@ -212,7 +212,6 @@ keep = np.repeat(lengths > 0, lengths + 1)  # empty documents are skipped, as bp
 ids = ids[keep].astype(np.uint16 if max(ours.decoder) < 65536 else np.uint32)
 np.save(OUT + "/shard.npy", ids)
 took = time.perf_counter() - t; ended = time.time()
-ids = ids.tolist()
 """
 
 GIGATOKEN_SHARD_JOBS = {"bpecli": SHARD_JOB.format(workers=2), "gigatoken": GIGATOKEN_SHARD_JOB}
@@ -226,7 +225,7 @@ enc = quicktok.get_encoding("cl100k_base")
 setup = time.perf_counter() - t0
 eot = 100257  # cl100k_base's <|endoftext|>
 t = time.perf_counter()
-with open(CORPUS, encoding="utf-8") as f:
+with open(CORPUS, encoding="utf-8", newline="") as f:
     docs = [d for d in f.read().split(SPECIAL) if d]  # empty documents are skipped, as bpecli does
 flat, offsets = enc.encode_batch(docs, 2, False)
 os.makedirs(OUT, exist_ok=True)
@@ -234,7 +233,6 @@ flat = np.asarray(flat, dtype=np.uint32)
 ids = np.insert(flat, np.asarray(offsets[1:], dtype=np.int64), eot)
 np.save(OUT + "/shard.npy", ids)
 took = time.perf_counter() - t; ended = time.time()
-ids = ids.tolist()
 """
 
 # The merge lists the trainer must keep giving: sha256(repr(merges))[:8] of train(..., special_tokens=[SPECIAL]).
