@@ -18,18 +18,17 @@ def run_job(code: str, values: dict, sample_memory: bool = False) -> dict:
     """Run code in a new Python; wall time (or the job's own `took`), its result, and if asked
     the peak PSS in MiB (see _sample_memory)."""
     prelude = "import time, json, hashlib\n" + "".join(f"{k} = {v!r}\n" for k, v in values.items())
-    # whole: from the process's launch to the end of its work, less the harness's own preparation
-    # the job's end is said first, so that the memory taken after it (the ids as a list, to hash
-    # them alike whatever their type) is not counted as the job's
+    # whole: from the process's launch to the end of its work (`ended = finished()`, which says so
+    # on stdout: what the harness does after it to hash the ids is not in the job's peak memory),
+    # less the harness's own preparation
     epilogue = (
-        "\nprint(ENDED, flush=True)"
-        "\nif 'ids' in dir() and hasattr(ids, 'tolist'): ids = ids.tolist()"
+        "\nif 'ended' not in dir(): finished()"
         "\nif 'ids' in dir(): print(json.dumps({'took': took, 'n': len(ids), 'setup': globals().get('setup', 0.0), "
         "'whole': ended - LAUNCHED - globals().get('harness', 0.0) if 'ended' in dir() else None, "
-        "'sha': hashlib.sha256(str(ids).encode()).hexdigest()}))\n"
+        "'sha': hashlib.sha256(__import__('numpy').asarray(ids, dtype='<i8').tobytes()).hexdigest()}))\n"
     )
     start = time.perf_counter()
-    prelude += f"LAUNCHED = {time.time()!r}\nENDED = {ENDED!r}\n"
+    prelude += f"LAUNCHED = {time.time()!r}\ndef finished():\n    print({ENDED!r}, flush=True)\n    return time.time()\n"
     proc = subprocess.Popen([sys.executable, "-c", prelude + code + epilogue], stdout=subprocess.PIPE, text=True)
     peak = [0]
     ended = threading.Event()

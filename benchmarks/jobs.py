@@ -1,6 +1,7 @@
 """The jobs the benchmarks time: Python source run in a fresh process each (see harness.run_job),
 bpecli's beside each peer's. A job reads the names the harness defines (CORPUS, OUT, SPECIAL,
-GPT2_VOCAB, TOKENIZER, VOCAB), sets took (and ended, setup, harness where it can) and ids."""
+GPT2_VOCAB, TOKENIZER, VOCAB), sets took (and `ended = finished()` at the end of its work, setup,
+harness where it can) and ids."""
 
 TRAIN_JOBS = {
     "bpecli": """
@@ -33,7 +34,7 @@ from bpecli.parallel.local import keep_freed_memory
 keep_freed_memory()  # as `bpecli encode` does
 tok = Tokenizer.load(GPT2_VOCAB)
 text = open(CORPUS, encoding="utf-8", newline="").read()
-t = time.perf_counter(); ids = tok.encode(text, allowed_special="all"); took = time.perf_counter() - t; ended = time.time()
+t = time.perf_counter(); ids = tok.encode(text, allowed_special="all"); took = time.perf_counter() - t; ended = finished()
 """,
     "tiktoken": """
 import tiktoken
@@ -41,7 +42,7 @@ from bpecli.tokenizer import load
 ours = load(GPT2_VOCAB)
 enc = tiktoken.Encoding("gpt2", pat_str=ours.pattern, mergeable_ranks=ours.ranks, special_tokens=ours.special_tokens)
 text = open(CORPUS, encoding="utf-8", newline="").read()
-t = time.perf_counter(); ids = enc.encode(text, allowed_special="all"); took = time.perf_counter() - t; ended = time.time()
+t = time.perf_counter(); ids = enc.encode(text, allowed_special="all"); took = time.perf_counter() - t; ended = finished()
 """,
 }
 
@@ -57,7 +58,7 @@ tok = Tokenizer.load(TOKENIZER)
 setup = time.perf_counter() - t0  # importing bpecli and loading the tokenizer (write_shards builds its tables)
 t = time.perf_counter()
 write_shards(tok, [CORPUS], OUT, workers={workers}, eot=tok.special_tokens[SPECIAL], shard_tokens=10_000_000)
-took = time.perf_counter() - t; ended = time.time()
+took = time.perf_counter() - t; ended = finished()
 ids = np.concatenate([np.load(f) for f in sorted(glob.glob(OUT + "/shard_*.npy"))])
 """
 
@@ -72,7 +73,7 @@ eot = ours.special_tokens[SPECIAL]
 t = time.perf_counter()
 docs = [d for d in open(CORPUS, encoding="utf-8", newline="").read().split(SPECIAL) if d]
 batch = enc.encode_ordinary_batch(docs, num_threads=2)
-took = time.perf_counter() - t; ended = time.time()
+took = time.perf_counter() - t; ended = finished()
 ids = [i for doc in batch for i in doc + [eot]]
 """,
     "bpecli-1-worker": SHARD_JOB.format(workers=1),
@@ -89,7 +90,7 @@ from bpecli.training.pipeline import counting_part_bytes
 t = time.perf_counter()
 parts = document_parts([(CORPUS, CORPUS)], separators=[SPECIAL], part_bytes=counting_part_bytes(os.path.getsize(CORPUS), 2))
 count_pretokens(parts, pattern=PATTERNS["gpt2"], separators=[SPECIAL], workers={workers})
-took = time.perf_counter() - t; ended = time.time(); ids = []
+took = time.perf_counter() - t; ended = finished(); ids = []
 """
     for workers in (2, 1)
 }
@@ -100,11 +101,11 @@ import os, subprocess, sys
 t = time.perf_counter()
 subprocess.run([os.path.join(os.path.dirname(sys.executable), "bpecli"), "encode", "-t", GPT2_VOCAB],
                input=b"hello world", check=True, capture_output=True)
-took = time.perf_counter() - t; ended = time.time(); ids = []
+took = time.perf_counter() - t; ended = finished(); ids = []
 """,
     "python-startup": """
 import subprocess, sys
-t = time.perf_counter(); subprocess.run([sys.executable, "-c", "pass"], check=True); took = time.perf_counter() - t; ended = time.time(); ids = []
+t = time.perf_counter(); subprocess.run([sys.executable, "-c", "pass"], check=True); took = time.perf_counter() - t; ended = finished(); ids = []
 """,
 }
 
@@ -132,7 +133,7 @@ MEMORY_JOBS = {
 from bpecli import train
 t = time.perf_counter()
 train([CORPUS], vocab_size=VOCAB, special_tokens=[SPECIAL], workers=2).save(OUT)
-took = time.perf_counter() - t; ended = time.time()
+took = time.perf_counter() - t; ended = finished()
 """,
     "rustbpe": """
 import rustbpe
@@ -149,7 +150,7 @@ def documents():  # streamed, as a careful user of train_from_iterator would
 
 t = time.perf_counter()
 rustbpe.Tokenizer().train_from_iterator(documents(), vocab_size=VOCAB, pattern=PATTERNS["gpt2"])
-took = time.perf_counter() - t; ended = time.time()
+took = time.perf_counter() - t; ended = finished()
 """,
 }
 
@@ -164,7 +165,7 @@ trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=[SPECIAL], show_p
                               initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
 tok.train([CORPUS], trainer)
 tok.save(OUT + ".json")
-took = time.perf_counter() - t; ended = time.time()
+took = time.perf_counter() - t; ended = finished()
 """
 
 GIGATOKEN_TRAIN_JOBS = {
@@ -173,7 +174,7 @@ GIGATOKEN_TRAIN_JOBS = {
 import gigatoken
 t = time.perf_counter()
 vocab, merges = gigatoken.train_bpe(CORPUS, vocab_size=VOCAB, special_tokens=[SPECIAL])
-took = time.perf_counter() - t; ended = time.time()
+took = time.perf_counter() - t; ended = finished()
 """,
 }
 MEMORY_JOBS["gigatoken"] = GIGATOKEN_TRAIN_JOBS["gigatoken"]
@@ -211,7 +212,7 @@ ids = np.insert(flat, ends, eot)
 keep = np.repeat(lengths > 0, lengths + 1)  # empty documents are skipped, as bpecli does
 ids = ids[keep].astype(np.uint16 if max(ours.decoder) < 65536 else np.uint32)
 np.save(OUT + "/shard.npy", ids)
-took = time.perf_counter() - t; ended = time.time()
+took = time.perf_counter() - t; ended = finished()
 """
 
 GIGATOKEN_SHARD_JOBS = {"bpecli": SHARD_JOB.format(workers=2), "gigatoken": GIGATOKEN_SHARD_JOB}
@@ -232,7 +233,7 @@ os.makedirs(OUT, exist_ok=True)
 flat = np.asarray(flat, dtype=np.uint32)
 ids = np.insert(flat, np.asarray(offsets[1:], dtype=np.int64), eot)
 np.save(OUT + "/shard.npy", ids)
-took = time.perf_counter() - t; ended = time.time()
+took = time.perf_counter() - t; ended = finished()
 """
 
 # The merge lists the trainer must keep giving: sha256(repr(merges))[:8] of train(..., special_tokens=[SPECIAL]).
