@@ -37,7 +37,7 @@ def run_job(code: str, values: dict, sample_memory: bool = False) -> dict:
         sampler.start()
     lines = []
     for line in proc.stdout:
-        if line.rstrip("\n") == ENDED:
+        if line.rstrip("\n").endswith(ENDED):  # (after any output of the job's own without a newline)
             ended.set()
         else:
             lines.append(line)

@@ -65,7 +65,8 @@ def train(
 
     check_apart(out, inputs)
     check_writable(out, force=force)  # before the long count, not after it
-    _say_if_no_workers(scheduler)
+    if scheduler:
+        render.library_notes()
     if as_json:
         binary_stdout()  # a closed stdout is said now, not after the work whose summary it would take
     separators = [*special, *(token for token in (bos, eos) if token is not None)]
@@ -155,7 +156,8 @@ def encode(
         bos_id, eot_id = _template_ends(tok, bos_id, eot_id, bos_given=bos is not None, eot_given=eot is not None)
     if eot is None and eot_id is None:
         raise no_eot_error()
-    _say_if_no_workers(scheduler)
+    if scheduler:
+        render.library_notes()
     with streams_spooled(inputs or ["-"], separators=document_separators(tok.special_tokens), errors=errors.value) as pairs:
         run = write_shards(
             tok, pairs, out, shard_tokens=shard_tokens, workers=workers, scheduler=scheduler, eot=eot_id, text_column=text_column,
@@ -330,17 +332,6 @@ def _quoted(text) -> str:
     import shlex
 
     return shlex.quote(str(text))
-
-
-def _say_if_no_workers(scheduler: str | None) -> None:
-    """A cluster without workers takes the tasks and waits: the user hears why nothing moves."""
-    if scheduler is None:
-        return
-    from ..parallel import dask as cluster
-
-    if cluster.worker_threads(scheduler) == 0:
-        start = f"dask worker {scheduler}" if "://" in scheduler else f"dask worker --scheduler-file {scheduler}"
-        render.note(f"the Dask cluster of {scheduler} has no workers yet; waiting for one (start them: {start})")
 
 
 def _load_tokenizer(path: str | Path, pattern: str | None, special_ids: list[str] | None):

@@ -114,6 +114,21 @@ def note(message: str) -> None:
     typer.echo(f"bpecli: note: {message}", err=True)
 
 
+def library_notes() -> None:
+    """The library's warnings (its "bpecli" logger: a Dask cluster without workers) as notes;
+    logging is imported only by the commands that may need it."""
+    import logging
+
+    class Notes(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            note(record.getMessage())
+
+    logger = logging.getLogger("bpecli")
+    if not any(type(handler).__name__ == "Notes" for handler in logger.handlers):
+        logger.addHandler(Notes())
+        logger.propagate = False
+
+
 def print_json(document) -> None:
     """document as indented JSON on stdout, non-ASCII text as it is."""
     stdout = binary_stdout()

@@ -14,6 +14,7 @@ import atexit
 import logging
 import os
 import re
+import shlex
 import threading
 import time
 import uuid
@@ -179,12 +180,7 @@ ITEMS_PER_TASK = 4
 
 def threads(scheduler: str) -> int:
     """The worker threads of the cluster: how many tasks run at once."""
-    return max(1, worker_threads(scheduler))
-
-
-def worker_threads(scheduler: str) -> int:
-    """The threads of the workers that have joined the cluster so far (0: tasks wait for one)."""
-    return sum(connect(scheduler).nthreads().values())
+    return max(1, sum(connect(scheduler).nthreads().values()))
 
 
 def map_in_order(function: Callable, items: Iterable, setup: Callable, args: tuple, scheduler: str) -> Iterator:
@@ -194,6 +190,7 @@ def map_in_order(function: Callable, items: Iterable, setup: Callable, args: tup
     name = f"bpecli-{uuid.uuid4().hex}"
     with _said(scheduler):
         client.register_plugin(_Setup(setup, args), name=name)
+        _wait_for_a_worker(client, scheduler)
         in_flight = 2 * threads(scheduler)
     batches = _batches(items, ITEMS_PER_TASK)
     pending: deque = deque()
@@ -221,6 +218,25 @@ def map_in_order(function: Callable, items: Iterable, setup: Callable, args: tup
                 client.unregister_worker_plugin(name)
             except Exception:  # the cluster is going away: nothing of ours is left to remove
                 pass
+
+
+# A cluster that has had no worker for this long is said to the user (a logging warning of the
+# "bpecli" logger, which the CLI prints as a note); workers started beside bpecli join sooner.
+WORKER_GRACE_SECONDS = 10.0
+log = logging.getLogger("bpecli")
+
+
+def _wait_for_a_worker(client: Any, scheduler: str) -> None:
+    """Return once the cluster has a worker; past WORKER_GRACE_SECONDS without one, say how to
+    start them, and wait on."""
+    try:
+        client.wait_for_workers(1, timeout=WORKER_GRACE_SECONDS)
+    except TimeoutError:
+        given = shlex.quote(scheduler)
+        start = f"dask worker {given}" if _ADDRESS.fullmatch(scheduler) else f"dask worker --scheduler-file {given}"
+        log.warning(f"the Dask cluster of {scheduler} has had no worker for {WORKER_GRACE_SECONDS:.0f} s; "
+                    f"waiting for one (start them: {start})")
+        client.wait_for_workers(1)
 
 
 @contextmanager
