@@ -124,7 +124,7 @@ def library_notes() -> None:
             note(record.getMessage())
 
     logger = logging.getLogger("bpecli")
-    if not any(type(handler).__name__ == "Notes" for handler in logger.handlers):
+    if not logger.handlers:  # (once a process: a command run again in it adds none)
         logger.addHandler(Notes())
         logger.propagate = False
 

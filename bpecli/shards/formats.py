@@ -19,6 +19,11 @@ LLMC_HEADER_INTS = 256
 LLMC_MAGIC = {"uint16": (20240520, 1), "uint32": (20240801, 7)}  # dtype -> (magic, version)
 
 
+# The sizes a shard's header may have, by format: numpy pads a 1.0 header to a multiple of 64
+# bytes, and a 1-d array's fits in 64 or 128 of them; nanoGPT's .bin has none.
+HEADER_SIZES = {"npy": (64, 128), "llmc": (4 * LLMC_HEADER_INTS,), "nanogpt": (0,)}
+
+
 def shard_header(shard_format: str, dtype: str, length: int) -> bytes:
     """The bytes before a shard's tokens."""
     if shard_format == "nanogpt":
@@ -48,16 +53,11 @@ def has_shard_shape(path: Path, shard_format: str, dtype: str, shard_tokens: int
             head = f.read(4 * LLMC_HEADER_INTS)
     except OSError:
         return False
-    header_sizes = {"nanogpt": [0], "llmc": [4 * LLMC_HEADER_INTS]}.get(shard_format, NPY_HEADER_SIZES)
-    for header_size in header_sizes:
+    for header_size in HEADER_SIZES[shard_format]:
         length, rest = divmod(size - header_size, itemsize)
         if 0 <= length <= shard_tokens and not rest and head.startswith(shard_header(shard_format, dtype, length)):
             return True
     return False
-
-
-# numpy pads a 1.0 header to a multiple of 64 bytes; a 1-d array's fits in 64 or 128 of them
-NPY_HEADER_SIZES = (64, 128)
 
 
 def _npy_header(dtype: str, length: int) -> bytes:

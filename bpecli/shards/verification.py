@@ -60,8 +60,8 @@ def missing(out: Path, manifest: dict) -> list[str]:
                 continue
             if not is_file_here(out / name):
                 problems.append(f"{name}: missing, or not a file of its own")
-            elif expected is not None and (out / name).stat().st_size != expected:
-                problems.append(f"{name}: {(out / name).stat().st_size:,} bytes where the manifest says {expected:,}")
+            elif expected is not None and (found := (out / name).stat().st_size) != expected:
+                problems.append(f"{name}: {found:,} bytes where the manifest says {expected:,}")
     return problems
 
 
