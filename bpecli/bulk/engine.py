@@ -200,8 +200,11 @@ class BulkEncoder:
         text = np.frombuffer(data, dtype=np.uint8)
         if len(text) < 2:
             return bounds
-        after, before = text[1:], text[:-1]
-        at = np.flatnonzero((after >= 0xC0) | ((after < 0x80) & (before >= 0x80))) + 1
+        beyond_ascii = np.flatnonzero(text >= 0x80)  # a few in a hundred bytes, in one pass
+        after = beyond_ascii + 1
+        after = after[after < len(text)]
+        at = np.union1d(beyond_ascii[text[beyond_ascii] >= 0xC0], after[text[after] < 0x80])  # characters' first bytes
+        at = at[at > 0]
         a, b = text[at - 1].astype(np.int64), text[at].astype(np.int64)
         held = self.tables.inner_byte_pairs[a << 8 | b]  # a token holds a, b in a row
         inside = np.flatnonzero(held & (at >= 2) & (at + 1 < len(text)))  # each side has a byte beyond

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import cache
+from itertools import product
+
 import numpy as np
 
 from ..arrays import spans
@@ -25,8 +28,10 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
       (any case) as a contraction.
     The rules read bytes, each with its character's class (characters.byte_classes): those that
     count characters - one other, the last blank, numbers in threes, ſ in a contraction - mend
-    what multi-byte characters (a few) make them read. Runs of \\r and \\n, digits and
-    apostrophes are taken as positions; every other rule is a few passes over arrays of flags.
+    what multi-byte characters (a few) make them read. The rules that read a byte and the two
+    before it are one bytes.translate of a code of their three classes (_rule_tables), mended
+    where an edge or a multi-byte other is near; runs of \\r and \\n, runs of four or more number
+    bytes and apostrophes are taken as positions.
 
     Example: b"it's  (x)\\n" -> [0, 2, 4, 5, 7, 8, 10]  ("it", "'s", " ", " (", "x", ")\\n")
     """
@@ -34,46 +39,109 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
         return np.zeros(1, dtype=np.int64)
     raw, cls, edges, wide = byte_classes(data, doc_starts)  # wide: where multi-byte characters start
     m = len(cls)
-    inner = ~edges[1:m]  # inner[i - 1]: bytes i - 1 and i are in one document
-    word = cls < WHITESPACE  # letters, numbers, others; the rest is whitespace of some class
-    starts = edges[:m].copy()
-    starts[1:] |= (cls[1:] != cls[:-1]) & (word[1:] | word[:-1])
-    blank = (cls == WHITESPACE) | (cls == SPACE)
-    other = cls == OTHER
-    space = cls == SPACE
-
-    # an other starts its piece if it is the first of its run and no space comes before it (its
-    # last byte says so for a multi-byte one, as letters after it read that)
-    other_starts = other.copy()
-    other_starts[1:] &= ~(other[:-1] | space[:-1]) | edges[1:m]
-    wide_other = wide[other[wide]]
-    other_starts[np.minimum(wide_other + char_sizes(raw[wide_other]) - 1, m - 1)] = other_starts[wide_other]
-    letter = cls[1:] == LETTER
-    starts[1:] &= ~(letter & inner & (blank[:-1] | other_starts[:-1]))
-    starts[1:] &= ~(other[1:] & space[:-1] & inner)
-    # the last blank of a run of them before a word starts a piece (at its first byte)
-    last_blank = blank[1:-1] & blank[:-2] & inner[:-1] & word[2:] & inner[1:]
-    starts[1:-1] |= last_blank
-    if len(wide):
-        at = np.flatnonzero(last_blank & (raw[1:-1] >= 0x80)) + 1
-        starts[at] = False
-        starts[first_bytes(raw, at)] = True
-    _after_line_ends(starts, cls, edges, blank, other, word)
-    _numbers_in_threes(starts, raw, cls, edges)
+    inside = np.flatnonzero(edges[1:m]) + 1  # documents that start after the first
+    # every rule that reads a byte and the two before it (and last_blank the one after), by a
+    # table of the three classes in a row, away from edges and multi-byte others (mended below)
+    starts, last_blank, three_numbers = _by_neighbours(cls)
+    wide_other = wide[cls[wide] == OTHER]
+    ends_of_other = np.minimum(wide_other + char_sizes(raw[wide_other]) - 1, m - 1)
+    near = np.concatenate(([1], inside - 1, inside + 1, ends_of_other + 1))
+    near = np.unique(near[(near > 0) & (near < m)])
+    starts[near], last_blank[near] = _rules_at(near, raw, cls, edges)
+    starts[inside] = True
+    starts[0] = True
+    # the last blank before a word, when multi-byte (a few), starts a piece at its first byte
+    wide_blank = wide[_is_blank(cls[wide])]
+    last_byte = np.minimum(wide_blank + char_sizes(raw[wide_blank]) - 1, m - 1)
+    moved = last_blank[last_byte]
+    starts[last_byte[moved]] = False
+    starts[wide_blank[moved]] = True
+    _after_line_ends(starts, cls, edges)
+    _numbers_in_threes(starts, raw, three_numbers, edges)
 
     # an apostrophe that starts a piece before letters: a contraction, then the rest of the letters
     a = np.flatnonzero(raw[:-1] == 0x27)
-    a = a[other_starts[a] & letter[a] & inner[a]]
+    a = a[_continues_letters(a + 1, cls, edges) & _other_starts(a, cls, edges)]
     if len(a):
-        in_letters = np.append(letter & inner, False)  # in_letters[j - 1]: byte j continues the letters before it
-        second, third = in_letters[np.minimum(a + 1, m - 1)], in_letters[np.minimum(a + 2, m - 1)]
+        second, third = _continues_letters(a + 2, cls, edges), _continues_letters(a + 3, cls, edges)
         letters_end = a + 2 + second + (second & third)  # as far as a contraction can reach
         after = a + 1 + contraction_letters(data, None, raw, a, letters_end, in_bytes=True)
         starts[after[(after > a + 1) & (after < letters_end)]] = True
     return byte_offsets(starts, None, len(data))
 
 
-def _after_line_ends(starts, cls, edges, blank, other, word) -> None:
+def _by_neighbours(cls):
+    """(starts, last_blank, three_numbers) as the rules set them from the classes of each byte and
+    the two before it, read as if the text had no edges and no multi-byte others: one code per
+    byte, bytes.translate through _rule_tables. last_blank: the last blank of a run before a word;
+    three_numbers: the byte and the two before it are numbers."""
+    m = len(cls)
+    codes = bytearray(m + 1)  # codes[i]: the classes of bytes i - 2, i - 1, i (translate reads a bytearray in place)
+    if m >= 3:
+        code = np.frombuffer(codes, dtype=np.uint8)[2:m]
+        np.multiply(cls[:-2], np.uint8(CLASSES * CLASSES), out=code)
+        code += cls[1:-1] * np.uint8(CLASSES)
+        code += cls[2:]
+    by_byte, before_word, numbers = _rule_tables()
+    starts = np.frombuffer(codes.translate(by_byte), dtype=bool)[:m]
+    last_blank = np.frombuffer(codes.translate(before_word), dtype=bool)[1:]  # from the byte after
+    starts |= last_blank
+    return starts, last_blank, np.frombuffer(codes.translate(numbers), dtype=bool)[:m]
+
+
+CLASSES = 6  # LETTER to CRLF: three classes in a row are one code below 6 ** 3 = 216
+
+
+@cache
+def _rule_tables() -> tuple[bytes, bytes, bytes]:
+    """bytes.translate tables over the code of three classes in a row (c2, c1, c0: the byte's own
+    last): whether the byte starts a piece; whether the byte before it (c1) is the last blank of a
+    run before a word; whether all three are numbers. Code 0 (three letters) is none of these."""
+    by_byte, before_word, numbers = bytearray(256), bytearray(256), bytearray(256)
+    for c2, c1, c0 in product(range(CLASSES), repeat=3):
+        code = (c2 * CLASSES + c1) * CLASSES + c0
+        other_starts = c1 == OTHER and c2 not in (OTHER, SPACE)
+        joined = (c0 == LETTER and (c1 in _BLANKS or other_starts)) or (c0 == OTHER and c1 == SPACE)
+        by_byte[code] = c0 != c1 and (c0 in _WORDS or c1 in _WORDS) and not joined
+        before_word[code] = c2 in _BLANKS and c1 in _BLANKS and c0 in _WORDS
+        numbers[code] = c2 == c1 == c0 == NUMBER
+    return bytes(by_byte), bytes(before_word), bytes(numbers)
+
+
+_WORDS, _BLANKS = (LETTER, NUMBER, OTHER), (WHITESPACE, SPACE)
+
+
+def _rules_at(at, raw, cls, edges):
+    """(starts, last_blank) of the bytes at `at` (0 < at < len(cls)), by every rule of
+    _by_neighbours with the edges and multi-byte characters around them: for the few bytes
+    next to an edge or after a multi-byte other."""
+    m = len(cls)
+    c, before = cls[at], cls[at - 1]
+    after = np.where(at + 1 < m, cls[np.minimum(at + 1, m - 1)], CRLF)  # past the end: no word
+    own = ~edges[at]
+    starts = edges[at] | ((c != before) & ((c < WHITESPACE) | (before < WHITESPACE)))
+    other_before = _other_starts(first_bytes(raw, at - 1), cls, edges)  # (a multi-byte other's first byte says)
+    joined = ((c == LETTER) & (_is_blank(before) | other_before)) | ((c == OTHER) & (before == SPACE))
+    starts &= ~(joined & own)
+    last_blank = _is_blank(c) & _is_blank(before) & own & (after < WHITESPACE) & ~edges[at + 1]
+    return starts | last_blank, last_blank
+
+
+def _other_starts(at, cls, edges):
+    """Whether the (first bytes of) characters at `at` are others that start their piece: the
+    first of a run of others, after no space."""
+    before = cls[np.maximum(at - 1, 0)]
+    return (cls[at] == OTHER) & ((at == 0) | edges[at] | ((before != OTHER) & (before != SPACE)))
+
+
+def _continues_letters(at, cls, edges):
+    """Whether the bytes at `at` are letters in the document of the byte before them (False past
+    the end)."""
+    m = len(cls)
+    return (at < m) & (cls[np.minimum(at, m - 1)] == LETTER) & ~edges[np.minimum(at, m)]
+
+
+def _after_line_ends(starts, cls, edges) -> None:
     """The starts around runs of \\r and \\n: an other right before one takes it (no start at
     it, a start at the blanks after it); blanks after the last run of a whitespace run start a
     piece, unless the run ends its document."""
@@ -85,20 +153,20 @@ def _after_line_ends(starts, cls, edges, blank, other, word) -> None:
     first[1:] = (np.diff(crlf) != 1) | edges[crlf[1:]]
     run_first = crlf[first]
     run_after = np.append(crlf[np.flatnonzero(first)[1:] - 1], crlf[-1]) + 1
-    taken = (run_first > 0) & ~edges[run_first] & other[run_first - 1]
+    taken = (run_first > 0) & ~edges[run_first] & (cls[run_first - 1] == OTHER)
     starts[run_first[taken]] = False
     tail = (run_after < m) & ~edges[run_after]
-    tail[tail] = blank[run_after[tail]]
+    tail[tail] = _is_blank(cls[run_after[tail]])
     # blanks after a run that is not the last of its whitespace run, or that end the document,
     # start no piece (unless an other took the run): they are the middle or end of one piece
     own = tail & ~taken
     t = run_after[own]
     doc_ends = np.flatnonzero(edges[1:]) + 1
     stop = np.minimum(np.append(run_first[1:], m)[own], doc_ends[np.searchsorted(doc_ends, t, "right")])  # next \r, \n or end
-    doubt = np.flatnonzero(blank[stop - 1])
+    doubt = np.flatnonzero(_is_blank(cls[stop - 1]))
     if len(doubt):  # blanks up to the stop? (else a word comes first: a start)
         bounds = np.stack([t[doubt], stop[doubt]], axis=1).ravel()
-        reaches = ~np.logical_or.reduceat(word, np.minimum(bounds, m - 1))[::2]
+        reaches = ~np.logical_or.reduceat(cls < WHITESPACE, np.minimum(bounds, m - 1))[::2]
         reaches &= t[doubt] < stop[doubt]
         keep = np.ones(len(t), dtype=bool)
         keep[doubt[reaches]] = False
@@ -107,12 +175,23 @@ def _after_line_ends(starts, cls, edges, blank, other, word) -> None:
     starts[run_after[tail & taken]] = True
 
 
-def _numbers_in_threes(starts, raw, cls, edges) -> None:
-    """Starts every three characters into a run of more than three numbers (within a document)."""
-    digits = np.flatnonzero(cls == NUMBER)  # a few in a hundred bytes
-    digits = digits[(raw[digits] & 0xC0) != 0x80]  # their first bytes
-    if len(digits) < 4:
+def _is_blank(cls):
+    """Whitespace but \\r and \\n."""
+    return (cls == WHITESPACE) | (cls == SPACE)
+
+
+def _numbers_in_threes(starts, raw, three_numbers, edges) -> None:
+    """Starts every three characters into a run of more than three numbers (within a document).
+    Such a run has four number bytes in a row: only the bytes of those runs are looked at."""
+    four = np.flatnonzero(three_numbers[1:] & three_numbers[:-1]) + 1  # bytes i - 3 to i are numbers
+    if not len(four):
         return
+    first = np.ones(len(four), dtype=bool)
+    first[1:] = np.diff(four) != 1
+    run_first = four[first] - 3
+    run_bytes = np.append(four[np.flatnonzero(first)[1:] - 1], four[-1]) + 1 - run_first
+    digits = spans(run_first, run_bytes)
+    digits = digits[(raw[digits] & 0xC0) != 0x80]  # their first bytes
     size = char_sizes(raw[digits])
     first = np.ones(len(digits), dtype=bool)  # starts a run of them
     first[1:] = (digits[1:] != digits[:-1] + size[:-1]) | edges[digits[1:]]
