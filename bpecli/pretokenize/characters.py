@@ -90,6 +90,8 @@ def characters(data: bytes, doc_starts, cases: bool = False):
             case = case[leading]
         chars, cls = raw[leading], cls[leading]
         m = len(chars)
+        if len(raw) - m != (size - 1).sum():
+            raise _not_utf8(raw)
         # a document's first character: its byte offset less the continuation bytes before it
         continuations = np.concatenate(([0], np.cumsum(size - 1)))
         inside = inside - continuations[np.searchsorted(multi, inside)]
@@ -111,8 +113,9 @@ def byte_classes(data: bytes, doc_starts):
     if raw.max() >= 0x80:
         multi = np.flatnonzero(raw >= 0xC0)
         cp, size = _code_points(raw, multi)
-        size = np.minimum(size, len(raw) - multi)  # (valid UTF-8 has no character cut short)
         cls[spans(multi, size)] = np.repeat(class_table()[cp], size)
+        if (cls == CONTINUATION).any():
+            raise _not_utf8(raw)
     edges = np.zeros(len(raw) + 1, dtype=bool)
     edges[0] = edges[-1] = True
     if doc_starts is not None:
@@ -126,15 +129,44 @@ def char_sizes(first):
     return 1 + (first >= 0xC0) + (first >= 0xE0).astype(np.int64) + (first >= 0xF0)
 
 
+class NotUTF8(ValueError):
+    """Bytes given to a splitter that are not valid UTF-8 (its callers check text as they read it;
+    this is for bytes that come to the library unchecked); at: the offset of the first bad byte."""
+
+    def __init__(self, at: int):
+        super().__init__(f"not valid UTF-8 at byte {at}")
+        self.at = at
+
+
+# The least code point of a character of each size in bytes: a smaller one there is an overlong form.
+_LEAST = np.array([0, 0, 0x80, 0x800, 0x10000], dtype=np.uint32)
+
+
 def _code_points(raw, multi):
-    """(code point, size in bytes) of the multi-byte characters whose first bytes are at multi."""
-    last = len(raw) - 1  # bytes past the end are read as the last one: no character uses them
+    """(code point, size in bytes) of the multi-byte characters whose first bytes are at multi;
+    NotUTF8 where one is no whole, shortest-form character of Unicode (as Python's decoder has it)."""
+    last = len(raw) - 1  # bytes past the end are read as the last one: the sizes say they are past it
     b0, b1, b2, b3 = (raw[np.minimum(multi + k, last)].astype(np.uint32) for k in range(4))
     cp = np.where(
         b0 >= 0xF0, ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F),
         np.where(b0 >= 0xE0, ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), ((b0 & 0x1F) << 6) | (b1 & 0x3F)),
     )
-    return cp, char_sizes(b0)
+    size = char_sizes(b0)
+    bad = (b0 >= 0xF8) | (multi + size > len(raw)) | (cp < _LEAST[size]) | ((cp >= 0xD800) & (cp < 0xE000)) | (cp > 0x10FFFF)
+    for k, b in ((1, b1), (2, b2), (3, b3)):
+        bad |= (size > k) & ((b & 0xC0) != 0x80)
+    if bad.any():
+        raise _not_utf8(raw)
+    return cp, size
+
+
+def _not_utf8(raw) -> NotUTF8:
+    """The error for bytes found not to be UTF-8, at the first bad byte as Python's decoder finds it."""
+    try:
+        raw.tobytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        return NotUTF8(e.start)
+    return NotUTF8(0)  # (never: the checks here find what the decoder finds)
 
 
 def first_bytes(raw, at):

@@ -86,6 +86,38 @@ def test_bulk_encoding_equals_tiktoken(gpt2, tiktoken_gpt2, documents):
     assert ends.tolist() == [i + 1 for i, token in enumerate(expected) if token == 50256]
 
 
+# Bytes near the edges of UTF-8: lead bytes of every size, continuation bytes, surrogates' and
+# overlong forms' first bytes, the bytes past U+10FFFF.
+EDGY_BYTES = st.lists(st.sampled_from([b"a", b" ", b"'", b"1", b"\x80", b"\xbf", b"\xc0", b"\xc2", b"\xdf", b"\xe0",
+                                       b"\xed", b"\xef", b"\xf0", b"\xf4", b"\xf5", b"\xf8", b"\xff", b"\xa0", b"\x9f",
+                                       b"\x90", "é".encode(), "字".encode(), "😀".encode()]), max_size=12).map(b"".join)
+
+
+@pytest.mark.parametrize("name", sorted(SPLITTERS))
+@settings(max_examples=500, deadline=None)
+@given(st.lists(EDGY_BYTES, min_size=1, max_size=3))
+def test_bytes_python_refuses_as_utf8_are_refused_where_it_says(name, documents):
+    """The splitters read UTF-8 bytes: what is not (from callers that give bytes unchecked) stops
+    with the offset of the first bad byte, as Python's decoder finds it."""
+    from bpecli.pretokenize.characters import NotUTF8
+
+    data = b"".join(documents)
+    starts = [sum(map(len, documents[:k])) for k in range(len(documents))]
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        with pytest.raises(NotUTF8) as refused:
+            SPLITTERS[name](data, starts)
+        assert refused.value.at == e.start
+    else:
+        assert SPLITTERS[name](data, starts)[-1] == len(data)
+
+
+def test_encode_documents_names_the_document_that_is_not_utf8(gpt2):
+    with pytest.raises(ValueError, match=r"^document 2: not valid UTF-8 at byte 3; give documents as str, or as bytes of valid UTF-8$"):
+        gpt2.encode_documents([b"fine", "caf\u00e9".encode(), b"caf\xe9 au lait"])
+
+
 @pytest.fixture(scope="module")
 def o200k_over_gpt2(gpt2):
     """o200k's pattern over GPT-2's ranks (the o200k ranks are not among the fixtures): bpecli's
