@@ -21,26 +21,28 @@ def available_cpus() -> int:
 
 
 def map_in_order(function: Callable, items: Iterable, *, workers: int, setup: Callable, args: tuple,
-                 scheduler: str | None = None) -> Iterator:
+                 scheduler: str | None = None, ahead: int = 0) -> Iterator:
     """function(state, item) for each item, in the order of items, where state = setup(*args) is
     made once per worker process (a Tokenizer shipped once, never with every item). Runs in this
     process for one worker, in worker processes (no more than the CPUs), or on a Dask cluster when
-    a scheduler is given (see dask.connect). At most 2 items per worker are in flight, so memory
-    stays bounded however many items come. An error in a worker is raised here, at its item's turn.
+    a scheduler is given (see dask.connect). At most 2 items per worker are in flight, and `ahead`
+    more, so memory stays bounded however many items come: results wait for those of the items
+    before them, and with small results (a part's ids) `ahead` keeps the other workers going
+    while one works on a slow item. An error in a worker is raised here, at its item's turn.
 
     Example: map_in_order(lambda state, x: len(x) + state, ["ab", "c"], workers=2, setup=int, args=()) -> 2, 1
     """
     if scheduler:
         from . import dask
 
-        yield from dask.map_in_order(function, items, setup, args, scheduler)
+        yield from dask.map_in_order(function, items, setup, args, scheduler, ahead)
         return
     workers = parallelism(workers)
     if workers == 1:
         state = setup(*args)
         yield from (function(state, item) for item in items)
         return
-    yield from Workers(workers, setup, args).map_in_order(function, items, in_flight=2 * workers)
+    yield from Workers(workers, setup, args).map_in_order(function, items, in_flight=2 * workers + ahead)
 
 
 def parallelism(workers: int, scheduler: str | None = None) -> int:

@@ -183,15 +183,15 @@ def threads(scheduler: str) -> int:
     return max(1, sum(connect(scheduler).nthreads().values()))
 
 
-def map_in_order(function: Callable, items: Iterable, setup: Callable, args: tuple, scheduler: str) -> Iterator:
-    """See parallel.map_in_order. Items go ITEMS_PER_TASK to a task; 2 tasks per worker thread are
-    in flight besides the one whose results are being used."""
+def map_in_order(function: Callable, items: Iterable, setup: Callable, args: tuple, scheduler: str, ahead: int = 0) -> Iterator:
+    """See parallel.map_in_order. Items go ITEMS_PER_TASK to a task; 2 tasks per worker thread, and
+    the tasks of `ahead` items, are in flight besides the one whose results are being used."""
     client = connect(scheduler)
     name = f"bpecli-{uuid.uuid4().hex}"
     with _said(scheduler):
         client.register_plugin(_Setup(setup, args), name=name)
         _wait_for_a_worker(client, scheduler)
-        in_flight = 2 * threads(scheduler)
+        in_flight = 2 * threads(scheduler) + -(-ahead // ITEMS_PER_TASK)
     batches = _batches(items, ITEMS_PER_TASK)
     pending: deque = deque()
 

@@ -84,6 +84,11 @@ def parts_from(parts: Iterator[Part], first: int, writer, separators, text_colum
             progress.update(part.weight)
 
 
+# Parts a worker may encode past the oldest one not yet written: a part's ids are a few MB, and a
+# slow part (cold pieces, a minified file) then holds up no other worker (see docs/performance.md).
+PARTS_AHEAD = 12
+
+
 def encode_in_order(numbered: Iterator[tuple[int, Part]], workers: int, scheduler: str | None, args: tuple):
     """(index, part, _encode_part(part)) in order, by `workers` processes or a Dask cluster (see
     parallel.map_in_order)."""
@@ -94,6 +99,7 @@ def encode_in_order(numbered: Iterator[tuple[int, Part]], workers: int, schedule
             taken.append((index, part))
             yield part
 
-    for result in map_in_order(_encode_part, parts(), workers=workers, setup=_setup, args=args, scheduler=scheduler):
+    for result in map_in_order(_encode_part, parts(), workers=workers, setup=_setup, args=args, scheduler=scheduler,
+                               ahead=PARTS_AHEAD):
         index, part = taken.popleft()
         yield index, part, result

@@ -34,6 +34,28 @@ def test_results_come_in_order_from_several_workers():
     assert list(map_in_order(_add, [], workers=2, setup=_setup, args=(0,))) == []
 
 
+def _slow_first(_, item):
+    if item == 0:
+        time.sleep(1)
+    return item
+
+
+@pytest.mark.skipif(available_cpus() < 2, reason="needs two CPUs for two workers")
+@pytest.mark.parametrize("ahead", [0, 5])
+def test_the_other_workers_go_on_past_a_slow_item_as_far_as_ahead_lets_them(ahead):
+    taken = []
+
+    def items():
+        for i in range(40):
+            taken.append(i)
+            yield i
+
+    results = map_in_order(_slow_first, items(), workers=2, setup=_setup, args=(0,), ahead=ahead)
+    assert next(results) == 0
+    assert len(taken) == 2 * 2 + ahead  # the slow one, and all the rest in flight could take
+    assert list(results) == list(range(1, 40))
+
+
 def test_one_worker_runs_in_this_process():
     assert list(map_in_order(_add, [1, 2], workers=1, setup=_setup, args=(10,))) == [11, 12]
 
