@@ -187,7 +187,9 @@ class BulkEncoder:
         # pieces that have more (a few), and eot after every document, each written in place
         pieces_before = np.searchsorted(starts, doc_starts + lengths, "left")  # documents end where pieces do
         place = np.cumsum(piece_sizes)
-        ends = np.concatenate(([0], place))[pieces_before]
+        ends = np.zeros(len(pieces_before), dtype=np.int64)  # (documents before the first piece end at 0)
+        ended = pieces_before > 0
+        ends[ended] = place[pieces_before[ended] - 1]
         place -= piece_sizes
         if eot is not None:
             ends = ends + np.arange(1, len(ends) + 1)
