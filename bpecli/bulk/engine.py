@@ -26,15 +26,21 @@ LONG_IDS_LIMIT = 1 << 22
 # A learned long piece's value in Learned.long_pieces: where its ids start in Learned.long_ids,
 # shifted left by LONG_COUNT_BITS, or'd with how many ids it has.
 LONG_COUNT_BITS = 32
-# A learned short piece's value in its PieceTable: where its ids start in Learned.ids, shifted
-# left by COUNT_BITS, or'd with how many ids it has (a piece of up to 15 bytes has at most 15).
+# A piece's value (a learned short piece's in its PieceTable, a one- or two-byte piece's in
+# BulkEncoder.small_values): its first id, shifted left by FIRST_ID_SHIFT, or'd with where its ids
+# start in Learned.ids, shifted left by COUNT_BITS, or'd with how many ids it has (a piece of up
+# to 15 bytes has at most 15). Most pieces are one token: their ids are written from the values
+# alone. (Ids are below 2**31: vocab.MAX_ID.)
 COUNT_BITS = 4
+FIRST_ID_SHIFT = 32
+START_MASK = (1 << (FIRST_ID_SHIFT - COUNT_BITS)) - 1  # where the ids start: Learned.ids stays far below 2**28
+COUNT_MASK = (1 << COUNT_BITS) - 1
 
 
 class Learned:
-    """What one thread has encoded so far: short pieces in a PieceTable whose values point into
-    one growing array of ids; long pieces in a dict, by their bytes, whose values point into
-    another. It starts from a seed (see BulkEncoder.seed): the ids of every piece of one or two
+    """What one thread has encoded so far: short pieces in a PieceTable whose values hold their
+    first id and point into one growing array of ids; long pieces in a dict, by their bytes, whose
+    values point into another. It starts from a seed (see BulkEncoder.seed): the ids of every piece of one or two
     bytes, two slots each by code (VocabTables.small_piece_ids), then of every token of up to 15
     bytes, which its table holds from the start (a piece that is a token is that token, and most
     pieces are one)."""
@@ -53,18 +59,18 @@ class Learned:
         self.used = self.seeded
         self._forget_long_pieces()
 
-    def short_ids(self, tables: VocabTables, low, high, mixed):
-        """(where the ids of each packed piece start in self.ids, how many it has); BPE for the
-        distinct pieces the table lacks, which it keeps."""
+    def short_values(self, tables: VocabTables, low, high, mixed):
+        """The value of each packed piece (see FIRST_ID_SHIFT); BPE for the distinct pieces the
+        table lacks, which it keeps."""
         if self.table.count > self.LIMIT:  # start afresh (the seed stays): memory stays bounded
             self.table, self.used = self.seed_table.copy(), self.seeded
 
         def bpe(new):
             ids, counts = bpe_packed(tables, low[new], high[new])
-            return (self.keep(ids) + np.cumsum(counts) - counts) << COUNT_BITS | counts
+            at = np.cumsum(counts) - counts
+            return ids[at] << FIRST_ID_SHIFT | (self.keep(ids) + at) << COUNT_BITS | counts
 
-        value = self.table.values(low, high, mixed, bpe)
-        return value >> COUNT_BITS, value & ((1 << COUNT_BITS) - 1)
+        return self.table.values(low, high, mixed, bpe)
 
     def long_values(self, tables: VocabTables, pieces: list[bytes]):
         """Where the ids of each long piece are in self.long_ids (start << LONG_COUNT_BITS | count);
@@ -115,19 +121,26 @@ class BulkEncoder:
         """Build the tables encoding reads now, e.g. before forking workers that then share them."""
         tables = self.tables
         tables.pair_table, tables.inner_byte_pairs, tables.edge_tokens, tables.byte_ids, tables.byte_pair_ranks
-        self.seed
+        self.seed, self.small_values
 
     @cached_property
     def seed(self) -> tuple[np.ndarray, PieceTable]:
         """(ids, table) each thread's Learned starts from: after the ids of the pieces of one or
         two bytes (small_piece_ids), the id of every token of up to 15 bytes, in a copy of the
-        table of those tokens whose values point at them."""
+        table of those tokens whose values (see FIRST_ID_SHIFT) point at them."""
         small_ids, _ = self.tables.small_piece_ids
         tokens = self.tables.short_tokens
         slots = np.flatnonzero(tokens.high)
         value = np.zeros_like(tokens.value)
-        value[slots] = (len(small_ids) + np.arange(len(slots))) << COUNT_BITS | 1
+        value[slots] = tokens.value[slots] << FIRST_ID_SHIFT | (len(small_ids) + np.arange(len(slots))) << COUNT_BITS | 1
         return np.concatenate([small_ids, tokens.value[slots]]), PieceTable.of_arrays(tokens.low, tokens.high, value)
+
+    @cached_property
+    def small_values(self):
+        """The value (see FIRST_ID_SHIFT) of every piece of one or two bytes, by its code: its ids
+        are the seed's first."""
+        ids, counts = self.tables.small_piece_ids
+        return ids[0::2] << FIRST_ID_SHIFT | np.arange(0, len(ids), 2) << COUNT_BITS | counts
 
     def clear_cache(self) -> None:
         """Forget every piece encoded so far, in every thread."""
@@ -169,19 +182,20 @@ class BulkEncoder:
         # seed, by code; short pieces' in the learned table (BPE for those it lacks); long ones'
         # from the dict, written after the learned ids for now
         learned = self.learned
-        piece_starts = np.empty(len(starts), dtype=np.int64)
-        piece_sizes = np.empty(len(starts), dtype=np.int64)
-        piece_starts[small], piece_sizes[small] = 2 * codes, self.tables.small_piece_ids[1][codes]
-        piece_starts[short], piece_sizes[short] = learned.short_ids(self.tables, low, high, mixed)
-        if len(long_at):
+        value = np.empty(len(starts), dtype=np.int64)  # see FIRST_ID_SHIFT
+        value[small] = self.small_values[codes]
+        value[short] = learned.short_values(self.tables, low, high, mixed)
+        piece_sizes, first = value & COUNT_MASK, value >> FIRST_ID_SHIFT
+        if len(long_at):  # (they may have more ids than COUNT_MASK: their sizes and first ids apart)
             index: dict[bytes, int] = {}
             long_codes = np.array([index.setdefault(data[a:b], len(index)) for a, b in
                                    zip(starts[long_at].tolist(), bounds[long_at + 1].tolist())], dtype=np.int64)
-            value = learned.long_values(self.tables, list(index))
-            long_sizes = value & ((1 << LONG_COUNT_BITS) - 1)
-            at = learned.scratch(learned.long_ids[spans(value >> LONG_COUNT_BITS, long_sizes)])
-            piece_starts[long_at] = (at + np.cumsum(long_sizes) - long_sizes)[long_codes]
-            piece_sizes[long_at] = long_sizes[long_codes]
+            long_value = learned.long_values(self.tables, list(index))
+            long_sizes = long_value & ((1 << LONG_COUNT_BITS) - 1)
+            at = learned.scratch(learned.long_ids[spans(long_value >> LONG_COUNT_BITS, long_sizes)])
+            long_starts = (at + np.cumsum(long_sizes) - long_sizes)[long_codes]
+            value[long_at], piece_sizes[long_at] = long_starts << COUNT_BITS, long_sizes[long_codes]
+            first[long_at] = learned.ids[long_starts]
         # where each piece's ids go: after those of the pieces before it and, with eot, one more
         # for each document ended before it; then every piece's first id, the other ids of the
         # pieces that have more (a few), and eot after every document, each written in place
@@ -195,9 +209,10 @@ class BulkEncoder:
             ends = ends + np.arange(1, len(ends) + 1)
             place += np.repeat(np.arange(len(pieces_before)), np.diff(np.concatenate(([0], pieces_before))))
         out = np.empty(int(ends[-1]) if len(ends) else 0, dtype=dtype)
-        out[place] = learned.ids[piece_starts]
+        out[place] = first
         more = np.flatnonzero(piece_sizes > 1)
-        out[spans(place[more] + 1, piece_sizes[more] - 1)] = learned.ids[spans(piece_starts[more] + 1, piece_sizes[more] - 1)]
+        more_starts = (value[more] >> COUNT_BITS) & START_MASK
+        out[spans(place[more] + 1, piece_sizes[more] - 1)] = learned.ids[spans(more_starts + 1, piece_sizes[more] - 1)]
         if eot is not None:
             out[ends - 1] = eot
         return out, ends
