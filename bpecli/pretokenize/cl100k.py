@@ -29,7 +29,7 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
     The rules read bytes, each with its character's class (characters.byte_classes): those that
     count characters - one other, the last blank, numbers in threes, ſ in a contraction - mend
     what multi-byte characters (a few) make them read. The rules that read a byte and the two
-    before it are one bytes.translate of a code of their three classes (_rule_tables), mended
+    before it are one bytes.translate of a code of their three classes (_rule_table), mended
     where an edge or a multi-byte other is near; runs of \\r and \\n, runs of four or more number
     bytes and apostrophes are taken as positions.
 
@@ -73,8 +73,8 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
 def _by_neighbours(cls):
     """(starts, last_blank, three_numbers) as the rules set them from the classes of each byte and
     the two before it, read as if the text had no edges and no multi-byte others: one code per
-    byte, bytes.translate through _rule_tables. last_blank: the last blank of a run before a word;
-    three_numbers: the byte and the two before it are numbers."""
+    byte, one bytes.translate through _rule_table. last_blank: the last blank of a run before a
+    word; three_numbers: the byte and the two before it are numbers."""
     m = len(cls)
     codes = bytearray(m + 1)  # codes[i]: the classes of bytes i - 2, i - 1, i (translate reads a bytearray in place)
     if m >= 3:
@@ -82,30 +82,32 @@ def _by_neighbours(cls):
         np.multiply(cls[:-2], np.uint8(CLASSES * CLASSES), out=code)
         code += cls[1:-1] * np.uint8(CLASSES)
         code += cls[2:]
-    by_byte, before_word, numbers = _rule_tables()
-    starts = np.frombuffer(codes.translate(by_byte), dtype=bool)[:m]
-    last_blank = np.frombuffer(codes.translate(before_word), dtype=bool)[1:]  # from the byte after
+    flags = np.frombuffer(codes.translate(_rule_table()), dtype=np.uint8)
+    starts = (flags[:m] & STARTS).view(bool)
+    last_blank = ((flags[1:] >> 1) & 1).view(bool)  # from the byte after
     starts |= last_blank
-    return starts, last_blank, np.frombuffer(codes.translate(numbers), dtype=bool)[:m]
+    return starts, last_blank, (flags[:m] >> 2).view(bool)
 
 
 CLASSES = 6  # LETTER to CRLF: three classes in a row are one code below 6 ** 3 = 216
+# The flags _rule_table gives a code: the byte starts a piece; the byte before it is the last blank
+# of a run before a word; the three are numbers.
+STARTS, BEFORE_WORD, NUMBERS = 1, 2, 4
 
 
 @cache
-def _rule_tables() -> tuple[bytes, bytes, bytes]:
-    """bytes.translate tables over the code of three classes in a row (c2, c1, c0: the byte's own
-    last): whether the byte starts a piece; whether the byte before it (c1) is the last blank of a
-    run before a word; whether all three are numbers. Code 0 (three letters) is none of these."""
-    by_byte, before_word, numbers = bytearray(256), bytearray(256), bytearray(256)
+def _rule_table() -> bytes:
+    """A bytes.translate table over the code of three classes in a row (c2, c1, c0: the byte's own
+    last): its flags (STARTS, BEFORE_WORD, NUMBERS). Code 0 (three letters) has none."""
+    table = bytearray(256)
     for c2, c1, c0 in product(range(CLASSES), repeat=3):
-        code = (c2 * CLASSES + c1) * CLASSES + c0
         other_starts = c1 == OTHER and c2 not in (OTHER, SPACE)
         joined = (c0 == LETTER and (c1 in _BLANKS or other_starts)) or (c0 == OTHER and c1 == SPACE)
-        by_byte[code] = c0 != c1 and (c0 in _WORDS or c1 in _WORDS) and not joined
-        before_word[code] = c2 in _BLANKS and c1 in _BLANKS and c0 in _WORDS
-        numbers[code] = c2 == c1 == c0 == NUMBER
-    return bytes(by_byte), bytes(before_word), bytes(numbers)
+        starts = c0 != c1 and (c0 in _WORDS or c1 in _WORDS) and not joined
+        before_word = c2 in _BLANKS and c1 in _BLANKS and c0 in _WORDS
+        numbers = c2 == c1 == c0 == NUMBER
+        table[(c2 * CLASSES + c1) * CLASSES + c0] = STARTS * starts | BEFORE_WORD * before_word | NUMBERS * numbers
+    return bytes(table)
 
 
 _WORDS, _BLANKS = (LETTER, NUMBER, OTHER), (WHITESPACE, SPACE)
