@@ -40,10 +40,10 @@ COUNT_MASK = (1 << COUNT_BITS) - 1
 class Learned:
     """What one thread has encoded so far: short pieces in a PieceTable whose values hold their
     first id and point into one growing array of ids; long pieces in a dict, by their bytes, whose
-    values point into another. It starts from a seed (see BulkEncoder.seed): the ids of every piece of one or two
-    bytes, two slots each by code (VocabTables.small_piece_ids), then of every token of up to 15
-    bytes, which its table holds from the start (a piece that is a token is that token, and most
-    pieces are one)."""
+    values point into another. It starts from a seed (see BulkEncoder.seed): the ids of every
+    piece of one or two bytes, two slots each by code (VocabTables.small_piece_ids), then of every
+    token of up to 15 bytes, which its table holds from the start (a piece that is a token is that
+    token, and most pieces are one)."""
 
     LIMIT = 1 << 21  # short pieces kept before starting afresh (memory stays bounded)
     long_pieces: dict[bytes, int]
