@@ -210,9 +210,12 @@ class BulkEncoder:
             place += np.repeat(np.arange(len(pieces_before)), np.diff(np.concatenate(([0], pieces_before))))
         out = np.empty(int(ends[-1]) if len(ends) else 0, dtype=dtype)
         out[place] = first
-        more = np.flatnonzero(piece_sizes > 1)
+        more = np.flatnonzero(piece_sizes > 1)  # their second ids, then the rest of those with three or more
         more_starts = (value[more] >> COUNT_BITS) & START_MASK
-        out[spans(place[more] + 1, piece_sizes[more] - 1)] = learned.ids[spans(more_starts + 1, piece_sizes[more] - 1)]
+        out[place[more] + 1] = learned.ids[more_starts + 1]
+        rest = np.flatnonzero(piece_sizes[more] > 2)
+        more, more_starts = more[rest], more_starts[rest]
+        out[spans(place[more] + 2, piece_sizes[more] - 2)] = learned.ids[spans(more_starts + 2, piece_sizes[more] - 2)]
         if eot is not None:
             out[ends - 1] = eot
         return out, ends
