@@ -10,7 +10,6 @@ import numpy as np
 
 from ..arrays import spans, with_room
 from ..perthread import PerThread
-from ..pretokenize.characters import NotUTF8
 from .merge import bpe_packed, bpe_pieces
 from .packing import document_batches, pack_by_size
 from .tables import PieceTable, VocabTables, has_bits
@@ -158,16 +157,9 @@ class BulkEncoder:
         """(ids of the documents one after another, each followed by eot if given; where each
         document's ids end), a batch of about BULK_BATCH bytes at a time."""
         batches = list(document_batches(documents, BULK_BATCH)) or [[]]
-        results, before = [], 0
-        for batch in batches:
-            try:
-                results.append(self._encode_batch(batch, eot=eot, dtype=dtype))
-            except NotUTF8 as e:  # the splitter read the batch's documents end to end: which one?
-                ends = np.cumsum([len(d) for d in batch])
-                k = int(np.searchsorted(ends, e.at, "right"))
-                raise NotUTF8Document(before + k, e.at - int(ends[k] - len(batch[k]))) from None
-            before += len(batch)
-        return results[0] if len(results) == 1 else join_encoded(results)
+        if len(batches) == 1:
+            return self._encode_batch(batches[0], eot=eot, dtype=dtype)
+        return join_encoded([self._encode_batch(b, eot=eot, dtype=dtype) for b in batches])
 
     def _encode_batch(self, documents: list[bytes], *, eot: int | None, dtype):
         """BPE once per distinct piece, the ids put together with numpy. Pieces of up to 15
@@ -245,15 +237,6 @@ class BulkEncoder:
         where = np.searchsorted(bounds, at)  # (bounds ends with len(data), past every cut)
         new = bounds[where] != at
         return np.insert(bounds, where[new], at[new])
-
-
-class NotUTF8Document(ValueError):
-    """A document given as bytes that are not valid UTF-8: which one, and the offset of the first
-    bad byte in it."""
-
-    def __init__(self, document: int, at: int):
-        super().__init__(f"document {document}: not valid UTF-8 at byte {at}; give documents as str, or as bytes of valid UTF-8")
-        self.document, self.at = document, at
 
 
 def join_encoded(results: list[tuple]):

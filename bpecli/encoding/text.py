@@ -205,12 +205,16 @@ class TextEncoder:
         import numpy as np
 
         if documents and isinstance(documents[0], bytes):
-            if self._normalized is None and self.bulk is not None:
-                data = cast("list[bytes]", documents)
-                if self.vocab.add_prefix_space:
-                    data = [b" " + d if d[:1] not in (b"", b" ") else d for d in data]
-                return self._bulk_encode(data, eot, dtype)
-            documents = [cast(bytes, d).decode("utf-8") for d in documents]
+            try:
+                if self._normalized is None and self.bulk is not None:
+                    data = cast("list[bytes]", documents)
+                    if self.vocab.add_prefix_space:
+                        data = [b" " + d if d[:1] not in (b"", b" ") else d for d in data]
+                    return self._bulk_encode(data, eot, dtype)
+                documents = [cast(bytes, d).decode("utf-8") for d in documents]
+            except ValueError:  # the splitters' NotUTF8 or the decoder's error, if a document is not UTF-8
+                _check_utf8(cast("list[bytes]", documents))
+                raise
         texts = cast("list[str]", documents)
         if self._normalized is not None:
             texts = list(map(self._normalized, texts))
@@ -312,3 +316,22 @@ def _strip_beside(parts: list[str], strips: dict[str, tuple[bool, bool]]) -> Non
 
 def _all_space(token: bytes) -> bool:
     return all(byte in b" \n\t" for byte in token)
+
+
+class NotUTF8Document(ValueError):
+    """A document given as bytes that are not valid UTF-8: which one, and the offset of the first
+    bad byte in it."""
+
+    def __init__(self, document: int, at: int):
+        super().__init__(f"document {document}: not valid UTF-8 at byte {at}; give documents as str, or as bytes of valid UTF-8")
+        self.document, self.at = document, at
+
+
+def _check_utf8(documents: list[bytes]) -> None:
+    """NotUTF8Document for the first of documents that is not valid UTF-8, if one is (the error
+    path of encode_documents: the engine read them in batches and blocks, some with a space added)."""
+    for number, document in enumerate(documents):
+        try:
+            document.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise NotUTF8Document(number, e.start) from None

@@ -114,8 +114,19 @@ def test_bytes_python_refuses_as_utf8_are_refused_where_it_says(name, documents)
 
 
 def test_encode_documents_names_the_document_that_is_not_utf8(gpt2):
-    with pytest.raises(ValueError, match=r"^document 2: not valid UTF-8 at byte 3; give documents as str, or as bytes of valid UTF-8$"):
-        gpt2.encode_documents([b"fine", "caf\u00e9".encode(), b"caf\xe9 au lait"])
+    """Whichever way the documents go: in batches, a long one cut into blocks, with a space put
+    before each, through the regex for a pattern with no vectorised splitter."""
+    from bpecli import Tokenizer
+
+    documents = [b"fine", "caf\u00e9".encode(), b"caf\xe9 au lait"]
+    said = r"^document 2: not valid UTF-8 at byte 3; give documents as str, or as bytes of valid UTF-8$"
+    for tokenizer in (gpt2, Tokenizer(ranks=gpt2.ranks, pattern=PATTERNS["gpt2"], add_prefix_space=True),
+                      Tokenizer(ranks=gpt2.ranks, pattern=r"\S+|\s+")):
+        with pytest.raises(ValueError, match=said):
+            tokenizer.encode_documents(documents)
+    long = b"a line of text\n" * 350_000  # 5,250,000 bytes: more than a block
+    with pytest.raises(ValueError, match=r"^document 1: not valid UTF-8 at byte 5250003;"):
+        gpt2.encode_documents([b"short", long + b"abc\xff"])
 
 
 @pytest.fixture(scope="module")
