@@ -13,6 +13,12 @@ from .characters import (
     first_bytes,
 )
 
+CLASSES = 6  # LETTER to CRLF: three classes in a row are one code below 6 ** 3 = 216
+# The bits of the flags _rule_table gives a code: the byte starts a piece; the byte before it is
+# the last blank of a run before a word; the three are numbers.
+STARTS, BEFORE_WORD, NUMBERS = 0, 1, 2
+_WORDS, _BLANKS = (LETTER, NUMBER, OTHER), (WHITESPACE, SPACE)
+
 
 def cl100k_piece_starts(data: bytes, doc_starts=None):
     """gpt2_piece_starts for the cl100k pattern. Its rules, as this reads them (a start wherever
@@ -83,16 +89,10 @@ def _by_neighbours(cls):
         code += cls[1:-1] * np.uint8(CLASSES)
         code += cls[2:]
     flags = np.frombuffer(codes.translate(_rule_table()), dtype=np.uint8)
-    starts = (flags[:m] & STARTS).view(bool)
-    last_blank = ((flags[1:] >> 1) & 1).view(bool)  # from the byte after
+    starts = ((flags[:m] >> STARTS) & 1).view(bool)
+    last_blank = ((flags[1:] >> BEFORE_WORD) & 1).view(bool)  # from the byte after
     starts |= last_blank
-    return starts, last_blank, (flags[:m] >> 2).view(bool)
-
-
-CLASSES = 6  # LETTER to CRLF: three classes in a row are one code below 6 ** 3 = 216
-# The flags _rule_table gives a code: the byte starts a piece; the byte before it is the last blank
-# of a run before a word; the three are numbers.
-STARTS, BEFORE_WORD, NUMBERS = 1, 2, 4
+    return starts, last_blank, ((flags[:m] >> NUMBERS) & 1).view(bool)
 
 
 @cache
@@ -106,11 +106,8 @@ def _rule_table() -> bytes:
         starts = c0 != c1 and (c0 in _WORDS or c1 in _WORDS) and not joined
         before_word = c2 in _BLANKS and c1 in _BLANKS and c0 in _WORDS
         numbers = c2 == c1 == c0 == NUMBER
-        table[(c2 * CLASSES + c1) * CLASSES + c0] = STARTS * starts | BEFORE_WORD * before_word | NUMBERS * numbers
+        table[(c2 * CLASSES + c1) * CLASSES + c0] = starts << STARTS | before_word << BEFORE_WORD | numbers << NUMBERS
     return bytes(table)
-
-
-_WORDS, _BLANKS = (LETTER, NUMBER, OTHER), (WHITESPACE, SPACE)
 
 
 def _rules_at(at, raw, cls, edges):
