@@ -111,19 +111,20 @@ def _rule_table() -> bytes:
 
 
 def _rules_at(at, raw, cls, edges):
-    """(starts, last_blank) of the bytes at `at` (0 < at < len(cls)), by every rule of
-    _by_neighbours with the edges and multi-byte characters around them: for the few bytes
-    next to an edge or after a multi-byte other."""
+    """(starts, last_blank) of the bytes at `at` (0 < at < len(cls)), by _rule_table, with their
+    neighbours read as the rules read them: the class before a multi-byte other is the one before
+    its first byte; an other that starts a document starts its piece whatever came before (read as
+    a letter); a byte next to an edge, or the last, is no last blank. For the few bytes next to an
+    edge or after a multi-byte other."""
     m = len(cls)
-    c, before = cls[at], cls[at - 1]
-    after = np.where(at + 1 < m, cls[np.minimum(at + 1, m - 1)], CRLF)  # past the end: no word
-    own = ~edges[at]
-    starts = edges[at] | ((c != before) & ((c < WHITESPACE) | (before < WHITESPACE)))
-    other_before = _other_starts(first_bytes(raw, at - 1), cls, edges)  # (a multi-byte other's first byte says)
-    joined = ((c == LETTER) & (_is_blank(before) | other_before)) | ((c == OTHER) & (before == SPACE))
-    starts &= ~(joined & own)
-    last_blank = _is_blank(c) & _is_blank(before) & own & (after < WHITESPACE) & ~edges[at + 1]
-    return starts | last_blank, last_blank
+    table = np.frombuffer(_rule_table(), dtype=np.uint8)
+    before, own = cls[at - 1].astype(np.intp), cls[at].astype(np.intp)
+    first = first_bytes(raw, at - 1)  # of the character before each byte
+    earlier = np.where((first == 0) | edges[first], LETTER, cls[np.maximum(first - 1, 0)])
+    flags = table[(earlier * CLASSES + before) * CLASSES + own]
+    following = table[(before * CLASSES + own) * CLASSES + cls[np.minimum(at + 1, m - 1)]]
+    last_blank = ((following >> BEFORE_WORD) & 1).astype(bool) & (at + 1 < m) & ~edges[at] & ~edges[at + 1]
+    return ((flags >> STARTS) & 1).astype(bool) | last_blank | edges[at], last_blank
 
 
 def _other_starts(at, cls, edges):
