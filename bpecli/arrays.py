@@ -22,7 +22,7 @@ def sorted_distinct(values):
     """
     if len(values) > 1 and not (values[1:] >= values[:-1]).all():
         values = np.sort(values)
-    return values[np.concatenate(([True], values[1:] != values[:-1]))]
+    return values[np.concatenate(([True], values[1:] != values[:-1]))] if len(values) else values
 
 
 def without_overlaps(at, nxt=None):

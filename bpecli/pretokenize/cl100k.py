@@ -7,7 +7,7 @@ from itertools import product
 
 import numpy as np
 
-from ..arrays import spans
+from ..arrays import sorted_distinct, spans
 from .characters import (
     CRLF, LETTER, NUMBER, OTHER, SPACE, WHITESPACE, byte_classes, byte_offsets, char_sizes, contraction_letters,
     first_bytes,
@@ -52,7 +52,7 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
     wide_other = wide[cls[wide] == OTHER]
     ends_of_other = np.minimum(wide_other + char_sizes(raw[wide_other]) - 1, m - 1)
     near = np.concatenate(([1], inside - 1, inside + 1, ends_of_other + 1))
-    near = np.unique(near[(near > 0) & (near < m)])
+    near = sorted_distinct(near[(near > 0) & (near < m)])
     starts[near], last_blank[near] = _rules_at(near, raw, cls, edges)
     starts[inside] = True
     starts[0] = True

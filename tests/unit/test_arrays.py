@@ -8,6 +8,7 @@ from bpecli.arrays import sorted_distinct, spans, with_room, without_overlaps
 def test_spans_and_distinct_values():
     assert spans(np.array([10, 3]), np.array([2, 3])).tolist() == [10, 11, 3, 4, 5]
     assert sorted_distinct(np.array([3, 1, 3])).tolist() == [1, 3]
+    assert sorted_distinct(np.array([], dtype=np.int64)).tolist() == []
 
 
 def test_overlapping_pairs_merge_first_third_fifth():
