@@ -45,7 +45,8 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
         return np.zeros(1, dtype=np.int64)
     raw, cls, edges, wide = byte_classes(data, doc_starts)  # wide: where multi-byte characters start
     m = len(cls)
-    inside = np.flatnonzero(edges[1:m]) + 1  # documents that start after the first
+    inside = np.zeros(0, dtype=np.int64) if doc_starts is None else np.asarray(doc_starts, dtype=np.int64)
+    inside = sorted_distinct(inside[(inside > 0) & (inside < m)])  # documents that start after the first
     # every rule that reads a byte and the two before it (and last_blank the one after), by a
     # table of the three classes in a row, away from edges and multi-byte others (mended below)
     starts, last_blank, three_numbers = _by_neighbours(cls)
@@ -62,7 +63,7 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
     moved = last_blank[last_byte]
     starts[last_byte[moved]] = False
     starts[wide_blank[moved]] = True
-    _after_line_ends(starts, cls, edges)
+    _after_line_ends(starts, cls, edges, inside)
     _numbers_in_threes(starts, raw, three_numbers, edges)
 
     # an apostrophe that starts a piece before letters: a contraction, then the rest of the letters
@@ -141,10 +142,10 @@ def _continues_letters(at, cls, edges):
     return (at < m) & (cls[np.minimum(at, m - 1)] == LETTER) & ~edges[np.minimum(at, m)]
 
 
-def _after_line_ends(starts, cls, edges) -> None:
+def _after_line_ends(starts, cls, edges, inside) -> None:
     """The starts around runs of \\r and \\n: an other right before one takes it (no start at
     it, a start at the blanks after it); blanks after the last run of a whitespace run start a
-    piece, unless the run ends its document."""
+    piece, unless the run ends its document. inside: where the documents after the first start."""
     m = len(cls)
     crlf = np.flatnonzero(cls == CRLF)
     if not len(crlf):
@@ -161,7 +162,7 @@ def _after_line_ends(starts, cls, edges) -> None:
     # start no piece (unless an other took the run): they are the middle or end of one piece
     own = tail & ~taken
     t = run_after[own]
-    doc_ends = np.flatnonzero(edges[1:]) + 1
+    doc_ends = np.append(inside, m)
     stop = np.minimum(np.append(run_first[1:], m)[own], doc_ends[np.searchsorted(doc_ends, t, "right")])  # next \r, \n or end
     doubt = np.flatnonzero(_is_blank(cls[stop - 1]))
     if len(doubt):  # blanks up to the stop? (else a word comes first: a start)
