@@ -165,10 +165,11 @@ def _arrays_of(data: bytes) -> dict:
 
 
 def _tables_path(vocab: Vocab) -> Path | None:
-    """Where the tables of a vocabulary read from files are kept (its fingerprint is of those
-    files, its pattern and special tokens, which make its ranks); None for one made in memory."""
+    """Where the tables of a vocabulary read from files or known by name are kept (its fingerprint
+    is of those files, or of its ranks, and of its pattern and special tokens); None for one made
+    in memory, whose tables would crowd out the others'."""
     where = folder()
-    if where is None or not vocab.file_digests:
+    if where is None or not (vocab.file_digests or vocab.name):
         return None
     key = hashlib.sha256(marshal.dumps((_code(), LAYOUT, "tables", vocab.fingerprint))).hexdigest()[:32]
     return where / (key + _TABLES)

@@ -131,3 +131,23 @@ def test_the_command_line_takes_a_name(seeded):
     result = CliRunner().invoke(app, ["encode", "-t", "gpt2"], input="hello world")
     assert result.exit_code == 0, result.output
     assert result.output == "31373 995\n"
+
+
+def test_a_names_bulk_tables_are_kept_for_the_next_run(seeded, tmp_path, monkeypatch):
+    from bpecli.bulk import tables
+
+    monkeypatch.setenv("BPECLI_CACHE_DIR", str(tmp_path / "bpecli-cache"))
+    bpecli.load("cl100k_base").prepare_bulk()
+    assert len(list((tmp_path / "bpecli-cache").glob("*.tables"))) == 1
+
+    def build(*args):
+        raise AssertionError("a table was built")
+
+    again = bpecli.load("cl100k_base")
+    with monkeypatch.context() as building:
+        building.setattr(tables.PairTable, "__init__", build)
+        building.setattr(tables.PieceTable, "_place", build)
+        again.prepare_bulk()
+    reference = tiktoken.get_encoding("cl100k_base")
+    ids, ends = again.encode_documents([text.encode() for text in TEXTS])
+    assert [ids[a:b].tolist() for a, b in zip([0, *ends[:-1]], ends)] == [reference.encode_ordinary(t) for t in TEXTS]
