@@ -167,7 +167,7 @@ class BulkEncoder:
         data = b"".join(documents)
         lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
         doc_starts = np.cumsum(lengths) - lengths
-        bounds = self.split_apart(data, self.split(data, doc_starts))
+        bounds = self.split(data, doc_starts, cuts=self.cuts(data))
         starts = bounds[:-1]
         small, codes, short, low, high, mixed, long_at = pack_by_size(data, bounds)
         # where the ids of every piece are, and how many: pieces of one or two bytes' in the
@@ -212,14 +212,12 @@ class BulkEncoder:
             out[ends - 1] = eot
         return out, ends
 
-    def split_apart(self, data: bytes, bounds):
-        """bounds with a cut added wherever no token can hold the two bytes on either side: the two
-        sides encode alone to the same ids as together, and the short parts repeat far more often
-        than whole pieces. Only edges next to non-ASCII bytes are looked at (see docs/design.md,
-        "Cuts BPE never crosses")."""
+    def cuts(self, data: bytes):
+        """Where to cut pieces (sorted byte offsets) besides where the pattern does: wherever no
+        token can hold the two bytes on either side, the two sides encode alone to the same ids as
+        together, and the short parts repeat far more often than whole pieces. Only edges next to
+        non-ASCII bytes are looked at (see docs/design.md, "Cuts BPE never crosses")."""
         text = np.frombuffer(data, dtype=np.uint8)
-        if len(text) < 2:
-            return bounds
         beyond_ascii = np.flatnonzero(text >= 0x80)  # a few in a hundred bytes, in one pass
         after = beyond_ascii + 1
         after = after[after < len(text)]
@@ -235,10 +233,7 @@ class BulkEncoder:
             a, b, p = a[inside], b[inside], at[inside]
             before_a, after_b = text[p - 2].astype(np.int64) << 16 | a << 8 | b, a << 16 | b << 8 | text[p + 1]
             held[inside] = two_byte[a << 8 | b] | has_bits(runs, before_a) | has_bits(runs, after_b)
-        at = at[~held]
-        where = np.searchsorted(bounds, at)  # (bounds ends with len(data), past every cut)
-        new = bounds[where] != at
-        return np.insert(bounds, where[new], at[new])
+        return at[~held]
 
 
 def join_encoded(results: list[tuple]):

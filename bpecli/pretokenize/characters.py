@@ -193,13 +193,17 @@ def _is_long_s(data: bytes, leading, chars, at):
     return first
 
 
-def byte_offsets(starts, leading, n: int):
-    """The byte offset of each character where starts is True, then n."""
+def byte_offsets(starts, leading, n: int, cuts=None):
+    """The byte offset of each character where starts is True, and of each byte in cuts (first
+    bytes of characters where a piece is cut too), then n."""
     if leading is None:
-        return np.flatnonzero(np.append(starts, True))  # (n: the flag after the last byte)
-    spread = np.zeros(n + 1, dtype=bool)  # the starts, spread back over the bytes
-    spread[:n][leading] = starts
-    spread[n] = True
+        spread = np.append(starts, True)  # (n: the flag after the last byte)
+    else:
+        spread = np.zeros(n + 1, dtype=bool)  # the starts, spread back over the bytes
+        spread[:n][leading] = starts
+        spread[n] = True
+    if cuts is not None:
+        spread[cuts] = True
     return np.flatnonzero(spread)
 
 

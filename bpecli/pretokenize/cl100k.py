@@ -20,7 +20,7 @@ STARTS, BEFORE_WORD, NUMBERS = 0, 1, 2
 _WORDS, _BLANKS = (LETTER, NUMBER, OTHER), (WHITESPACE, SPACE)
 
 
-def cl100k_piece_starts(data: bytes, doc_starts=None):
+def cl100k_piece_starts(data: bytes, doc_starts=None, cuts=None):
     """gpt2_piece_starts for the cl100k pattern. Its rules, as this reads them (a start wherever
     the kind - letter, number, other, whitespace - changes, then):
     - letters join the one character before them if it is blank (whitespace but \\r and \\n), or
@@ -74,7 +74,7 @@ def cl100k_piece_starts(data: bytes, doc_starts=None):
         letters_end = a + 2 + second + (second & third)  # as far as a contraction can reach
         after = a + 1 + contraction_letters(data, None, raw, a, letters_end, in_bytes=True)
         starts[after[(after > a + 1) & (after < letters_end)]] = True
-    return byte_offsets(starts, None, len(data))
+    return byte_offsets(starts, None, len(data), cuts)
 
 
 def _by_neighbours(cls):

@@ -7,9 +7,10 @@ import numpy as np
 from .characters import SPACE, WHITESPACE, byte_classes, byte_offsets, first_bytes
 
 
-def gpt2_piece_starts(data: bytes, doc_starts=None):
+def gpt2_piece_starts(data: bytes, doc_starts=None, cuts=None):
     """Byte offsets where the gpt2 pattern's pieces start in UTF-8 data (valid UTF-8), plus
-    len(data) at the end; doc_starts (sorted byte offsets) are document edges no piece crosses.
+    len(data) at the end; doc_starts (sorted byte offsets) are document edges no piece crosses;
+    cuts (sorted byte offsets of first bytes of characters), if given, start pieces too.
 
     The rules: a piece is a maximal run of letters (L), of numbers (N), or of other characters
     (O); one ASCII space just before such a run belongs to it; a whitespace run followed by more
@@ -48,4 +49,4 @@ def gpt2_piece_starts(data: bytes, doc_starts=None):
             starts[at + 1] = False
             after = at + length
             starts[after[after < m]] = True
-    return byte_offsets(starts, None, len(data))
+    return byte_offsets(starts, None, len(data), cuts)

@@ -12,7 +12,7 @@ from .characters import (
 from .patterns import PATTERNS, compiled
 
 
-def o200k_piece_starts(data: bytes, doc_starts=None):
+def o200k_piece_starts(data: bytes, doc_starts=None, cuts=None):
     """gpt2_piece_starts for the o200k pattern. Its rules, as this reads them, where they differ
     from cl100k's (cl100k_piece_starts):
     - letters: a run splits before each upper-case letter that follows a lower-case one; a word
@@ -106,7 +106,7 @@ def o200k_piece_starts(data: bytes, doc_starts=None):
             sizes = [len(piece) for piece in findall(data[b0:b1].decode("utf-8"))]
             starts[c0:c1] = False
             starts[c0 + np.cumsum([0] + sizes[:-1], dtype=np.int64)] = True
-    return byte_offsets(starts, leading, len(data))
+    return byte_offsets(starts, leading, len(data), cuts)
 
 
 def _split_words(starts, case, effective, firsts, ends, run_kind) -> None:
