@@ -105,7 +105,8 @@ class Learned:
 
 
 class BulkEncoder:
-    """A vocabulary's tables with a vectorised splitter (split(data, doc_starts) -> piece bounds).
+    """A vocabulary's tables with a vectorised splitter (split(data, doc_starts, cuts=) -> piece
+    bounds, where cuts are more places a piece starts: see cuts).
 
     What it learns as it goes (Learned) is kept per thread: an encoder shared by threads gives
     each its own; the vocabulary's tables are read only.
@@ -221,8 +222,9 @@ class BulkEncoder:
         beyond_ascii = np.flatnonzero(text >= 0x80)  # a few in a hundred bytes, in one pass
         after = beyond_ascii + 1
         after = after[after < len(text)]
-        # characters' first bytes: two sorted runs, apart; a stable sort merges them in one pass
-        # (np.union1d hashes: a hundred times slower)
+        # characters' first bytes: two sorted runs that share no position (lead bytes are 0xC0 or
+        # more, the others ASCII); a stable sort merges them in one pass (np.union1d hashes: a
+        # hundred times slower)
         at = np.sort(np.concatenate([beyond_ascii[text[beyond_ascii] >= 0xC0], after[text[after] < 0x80]]), kind="stable")
         at = at[at > 0]
         a, b = text[at - 1].astype(np.int64), text[at].astype(np.int64)

@@ -1,6 +1,7 @@
 """The vectorised pre-tokenizers (gpt2, cl100k, o200k) return exactly the regex's pieces, and the
 bulk encoder built on them exactly tiktoken's ids."""
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -67,6 +68,21 @@ def test_o200k_examples():
 def test_the_same_pieces_as_the_regex(name, documents):
     """Documents are edges: each is split as if it were the whole text."""
     assert vectorised(documents, SPLITTERS[name]) == by_regex(documents, name)
+
+
+@pytest.mark.parametrize("name", sorted(SPLITTERS))
+@settings(max_examples=300, deadline=None)
+@given(documents=st.lists(MIXES, min_size=1, max_size=4), picks=st.lists(st.integers(0, 1 << 16), max_size=8))
+def test_cuts_start_pieces_where_the_pattern_does_not(name, documents, picks):
+    """Cuts given to a splitter (characters' first bytes, as the bulk encoder's) join the
+    pattern's starts, once each."""
+    data = [d.encode("utf-8") for d in documents]
+    joined, doc_starts = b"".join(data), [sum(map(len, data[:i])) for i in range(len(data))]
+    firsts = [i for i in range(1, len(joined)) if joined[i] & 0xC0 != 0x80]
+    cuts = sorted({firsts[p % len(firsts)] for p in picks}) if firsts else []
+    split = SPLITTERS[name]
+    plain = split(joined, doc_starts).tolist()
+    assert split(joined, doc_starts, cuts=np.array(cuts, dtype=np.int64)).tolist() == sorted(set(plain) | set(cuts))
 
 
 @settings(max_examples=1000, deadline=None)
