@@ -225,7 +225,8 @@ class BulkEncoder:
         # characters' first bytes: two sorted runs that share no position (lead bytes are 0xC0 or
         # more, the others ASCII); a stable sort merges them in one pass (np.union1d hashes: a
         # hundred times slower)
-        at = np.sort(np.concatenate([beyond_ascii[text[beyond_ascii] >= 0xC0], after[text[after] < 0x80]]), kind="stable")
+        leads, ascii_after = beyond_ascii[text[beyond_ascii] >= 0xC0], after[text[after] < 0x80]
+        at = np.sort(np.concatenate([leads, ascii_after]), kind="stable")
         at = at[at > 0]
         a, b = text[at - 1].astype(np.int64), text[at].astype(np.int64)
         held = self.tables.inner_byte_pairs[a << 8 | b]  # a token holds a, b in a row
