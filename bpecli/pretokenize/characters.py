@@ -11,7 +11,7 @@ from functools import cache
 import numpy as np
 import regex
 
-from ..arrays import spans
+from ..arrays import sorted_distinct, spans
 from . import unicode_classes
 
 LETTER, NUMBER, OTHER, WHITESPACE, SPACE, CRLF = 0, 1, 2, 3, 4, 5  # letter, number, other, whitespace, " ", \r or \n
@@ -71,8 +71,7 @@ def characters(data: bytes, doc_starts, cases: bool = False):
     raw = np.frombuffer(data, dtype=np.uint8)
     cls = np.frombuffer(data.translate(_byte_classes(class_table)), dtype=np.uint8)
     case = np.frombuffer(data.translate(_byte_classes(case_table)), dtype=np.uint8) if cases else None
-    inside = np.zeros(0, dtype=np.int64) if doc_starts is None else np.asarray(doc_starts, dtype=np.int64)
-    inside = inside[(inside > 0) & (inside < len(raw))]
+    inside = later_starts(doc_starts, len(raw))
     if raw.max() < 0x80:
         leading, chars, m = None, raw, len(raw)
         cls, case = cls.copy(), None if case is None else case.copy()  # writable, as below
@@ -118,10 +117,17 @@ def byte_classes(data: bytes, doc_starts):
             raise _not_utf8(raw)
     edges = np.zeros(len(raw) + 1, dtype=bool)
     edges[0] = edges[-1] = True
-    if doc_starts is not None:
-        inside = np.asarray(doc_starts, dtype=np.int64)
-        edges[inside[(inside > 0) & (inside < len(raw))]] = True
+    edges[later_starts(doc_starts, len(raw))] = True
     return raw, cls, edges, multi
+
+
+def later_starts(doc_starts, n: int):
+    """Where the documents after the first start in n bytes (doc_starts, if any), sorted, once
+    each: the edges inside the text (an empty document starts where the next one does)."""
+    if doc_starts is None:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.asarray(doc_starts, dtype=np.int64)
+    return sorted_distinct(starts[(starts > 0) & (starts < n)])
 
 
 def char_sizes(first):

@@ -10,7 +10,7 @@ import numpy as np
 from ..arrays import sorted_distinct, spans
 from .characters import (
     CRLF, LETTER, NUMBER, OTHER, SPACE, WHITESPACE, byte_classes, byte_offsets, char_sizes, contraction_letters,
-    first_bytes,
+    first_bytes, later_starts,
 )
 
 CLASSES = 6  # LETTER to CRLF: three classes in a row are one code below 6 ** 3 = 216
@@ -45,8 +45,7 @@ def cl100k_piece_starts(data: bytes, doc_starts=None, cuts=None):
         return np.zeros(1, dtype=np.int64)
     raw, cls, edges, wide = byte_classes(data, doc_starts)  # wide: where multi-byte characters start
     m = len(cls)
-    inside = np.zeros(0, dtype=np.int64) if doc_starts is None else np.asarray(doc_starts, dtype=np.int64)
-    inside = sorted_distinct(inside[(inside > 0) & (inside < m)])  # documents that start after the first
+    inside = later_starts(doc_starts, m)
     # every rule that reads a byte and the two before it (and last_blank the one after), by a
     # table of the three classes in a row, away from edges and multi-byte others (mended below)
     starts, last_blank, three_numbers = _by_neighbours(cls)
