@@ -130,6 +130,14 @@ def _tmpfs(folder: Path, options: str, what: str):
 
 
 @pytest.fixture
+def docs(tmp_path):
+    """A JSONL file of two documents."""
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"text": "hello world"}\n{"text": "two"}\n', encoding="utf-8")
+    return path
+
+
+@pytest.fixture
 def mounted_tok(tmp_path):
     """A 4 MiB tmpfs mounted on tmp_path/tok: a folder that cannot be renamed, as a container's
     volume, so a tokenizer's files are replaced in it one by one."""

@@ -29,13 +29,6 @@ def one_line(done, status: int = 1) -> str:
     return lines[0]
 
 
-@pytest.fixture
-def docs(tmp_path):
-    path = tmp_path / "d.jsonl"
-    path.write_text('{"text": "hello world"}\n{"text": "two"}\n', encoding="utf-8")
-    return path
-
-
 # ---- numbers ----------------------------------------------------------------------------------
 
 @pytest.mark.system

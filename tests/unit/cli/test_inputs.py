@@ -23,13 +23,6 @@ def one_line_error(result) -> str:
     return lines[0]
 
 
-@pytest.fixture
-def docs(tmp_path):
-    path = tmp_path / "d.jsonl"
-    path.write_text('{"text": "hello world"}\n{"text": "two"}\n', encoding="utf-8")
-    return path
-
-
 def test_a_long_number_in_a_jsonl_record_is_a_number(gpt2, tmp_path):
     """JSON puts no limit on digits: a record with a 5,000-digit field is read (only its text matters)."""
     from bpecli.errors import InputError
