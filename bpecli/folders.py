@@ -304,10 +304,19 @@ def why(error: OSError) -> str:
 # ---------------------------------------------------------------------------------------------
 # Files written whole or not at all, and read back as data from outside
 
+def open_new(path: Path):
+    """path opened for writing as a new file. Whatever is at that name (a temporary an interrupted
+    run left) is removed first, and a symbolic link there is never followed: the file it points at
+    stays as it is. Something made there meanwhile is an error (FileExistsError), not written over."""
+    if os.path.lexists(path):
+        os.unlink(path)
+    return open(path, "xb")
+
+
 def write_file(data: bytes, path: Path) -> None:
-    """data in a new file at path, flushed to disk; removed again if that fails."""
+    """data in a new file at path (see open_new), flushed to disk; removed again if that fails."""
     try:
-        with open(path, "wb") as f:
+        with open_new(path) as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

@@ -182,7 +182,8 @@ def _write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.partial")
     try:
-        temporary.write_bytes(data)
+        with folders.open_new(temporary) as f:
+            f.write(data)
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)

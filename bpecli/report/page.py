@@ -33,14 +33,19 @@ def write_report(path: str | Path, html: str) -> Path:
             ours = False
         if not ours:
             raise OutputError(f"{arg('report')} {path} exists and is not a bpecli report; remove it or name another file")
-    temporary = path.with_name(f".{path.name}.partial")
+    temporary = None
     try:
-        with open(temporary, "w", encoding="utf-8") as f:
+        # a new name of its own beside the report: never a file or link that was there
+        name = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.partial")
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        temporary = name
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(html)
         os.replace(temporary, path)
     except BaseException as e:  # a full disk, Ctrl-C: no half-written page stays behind
         try:
-            temporary.unlink(missing_ok=True)
+            if temporary is not None:
+                temporary.unlink(missing_ok=True)
         except OSError:
             pass
         if isinstance(e, OSError):

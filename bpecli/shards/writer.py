@@ -101,7 +101,7 @@ class ShardWriter:
         doc_starts = np.concatenate(([0], doc_ends[:-1])).astype(np.int64)
         while position < len(ids):
             if stream.file is None:
-                stream.file = self._guarded(open, self._temporaries(stream)[0], "wb")
+                stream.file = self._guarded(folders.open_new, self._temporaries(stream)[0])
                 self._guarded(stream.file.write, self.full_header)
                 stream.digest = hashlib.sha256(self.full_header)
                 stream.starts = []
@@ -205,7 +205,7 @@ class ShardWriter:
             else:
                 self._guarded(file.close)
                 data = temporary.read_bytes()[len(self.full_header) :]
-                file = stream.file = self._guarded(open, temporary, "wb")
+                file = stream.file = self._guarded(folders.open_new, temporary)
                 self._guarded(file.write, header + data)
         self._guarded(file.flush)
         self._guarded(os.fsync, file.fileno())

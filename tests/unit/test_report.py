@@ -283,6 +283,19 @@ def test_a_report_replaces_only_a_report(tmp_path):
         write_report(tmp_path, SIGNATURE)
 
 
+def test_a_report_never_writes_through_a_file_or_link_beside_it(tmp_path):
+    """What stands at any name beside the report stays as it is: the report's temporary is a new
+    file of its own, never one that was there (a link is never followed)."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("important")
+    for name in (".report.html.partial", "report.html.partial"):
+        (tmp_path / name).symlink_to(victim)
+    write_report(tmp_path / "report.html", SIGNATURE + "page")
+    assert victim.read_text() == "important" and (tmp_path / "report.html").read_text() == SIGNATURE + "page"
+    assert not (tmp_path / "report.html").is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".report.html.partial", "report.html", "report.html.partial", "victim.txt"]
+
+
 def test_a_special_token_far_past_the_other_ids_is_counted_in_its_place(gpt2, tmp_path):
     from bpecli import Tokenizer
 

@@ -203,6 +203,29 @@ def test_ids_that_do_not_fit_the_dtype_are_an_error(cl100k_file):
         formats.resolve_dtype(Tokenizer.load(cl100k_file), "uint16")
 
 
+def test_links_at_the_temporary_names_are_never_written_through(gpt2, sample_file, tmp_path, small_parts):
+    """A link named as a run's temporary (a shard's, an index's, the manifest's or the journal's,
+    as a hostile folder might hold) is removed, never followed: the file it points at stays as it is."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("important")
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in (".shard_00000.npy.partial", ".shard_00000.idx.partial", "manifest.json.partial", ".bpecli-progress.json.partial"):
+        (out / name).symlink_to(victim)
+    write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, workers=1, eot=EOT)
+    assert victim.read_text() == "important"
+    assert verify(out) == [] and not [p for p in out.iterdir() if p.is_symlink() or p.name.endswith(".partial")]
+
+
+def test_a_file_written_whole_never_writes_through_a_link_at_its_temporary_name(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("important")
+    (tmp_path / "manifest.json.partial").symlink_to(victim)
+    folders.write_json_atomically({"a": 1}, tmp_path / "manifest.json")
+    assert victim.read_text() == "important" and json.loads((tmp_path / "manifest.json").read_text()) == {"a": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json", "victim.txt"]
+
+
 def test_a_full_disk_leaves_no_partial_shard(gpt2, sample_file, tmp_path, monkeypatch):
     def no_space(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
