@@ -70,13 +70,17 @@ def _npy_header(dtype: str, length: int) -> bytes:
 def read_shard(path: str | Path, *, as_listed: bool = False) -> np.ndarray:
     """The tokens of a shard file (.npy, llm.c's .bin, or nanoGPT's raw .bin listed in the
     manifest.json beside it, which says its dtype), memory-mapped. as_listed: a shard the manifest
-    beside it lists must hold ids of the dtype it says (as a shard read on its own, by decode)."""
+    beside it lists must hold as many ids of the dtype as it says (as a shard read on its own, by decode)."""
     path = Path(path)
     array = _read_any(path)
-    listed = _listed_dtype(path) if as_listed else None
-    if listed is not None and array.dtype != np.dtype(listed).newbyteorder("<"):
-        kind = array.dtype.name + (" (big-endian)" if array.dtype.byteorder == ">" else "")
-        raise InputError(f"{path}: holds {kind} ids where the manifest says {listed}; {REBUILD}")
+    listed = _listed(path) if as_listed else None
+    if listed is not None:
+        dtype, tokens = listed
+        if array.dtype != np.dtype(dtype).newbyteorder("<"):
+            kind = array.dtype.name + (" (big-endian)" if array.dtype.byteorder == ">" else "")
+            raise InputError(f"{path}: holds {kind} ids where the manifest says {dtype}; {REBUILD}")
+        if len(array) != tokens:
+            raise InputError(f"{path}: holds {len(array):,} ids where the manifest says {tokens:,}; {REBUILD}")
     return array
 
 
@@ -105,11 +109,16 @@ def _read_bin(path: Path) -> np.ndarray:
     dtype = next((d for d, (magic, version) in LLMC_MAGIC.items()
                   if len(header) == LLMC_HEADER_INTS and (header[0], header[1]) == (magic, version)), None)
     if dtype is None:
-        raw_dtype = _nanogpt_dtype(path)
-        if raw_dtype is None:
+        listed = _listed(path, shard_format="nanogpt", required=True)
+        if listed is None:
             raise ValueError("no llm.c header (magic 20240520 version 1, or 20240801 version 7), and no "
                              "manifest.json beside it that lists it as a nanoGPT .bin")
-        return np.memmap(path, dtype=np.dtype(raw_dtype).newbyteorder("<"), mode="r")
+        raw_dtype = np.dtype(listed[0]).newbyteorder("<")
+        if path.stat().st_size % raw_dtype.itemsize:
+            raise ValueError(f"{path.stat().st_size:,} bytes, no whole number of {listed[0]} ids")
+        if path.stat().st_size == 0:  # numpy maps no empty file
+            return np.zeros(0, dtype=raw_dtype)
+        return np.memmap(path, dtype=raw_dtype, mode="r")
     itemsize, count = np.dtype(dtype).itemsize, int(header[2])
     held = (path.stat().st_size - 4 * LLMC_HEADER_INTS) / itemsize
     if count != held:
@@ -119,27 +128,28 @@ def _read_bin(path: Path) -> np.ndarray:
     return np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r", offset=4 * LLMC_HEADER_INTS, shape=(count,))
 
 
-def _nanogpt_dtype(path: Path) -> str | None:
-    """The dtype of a raw nanoGPT .bin, from the manifest of its folder (None if it lists no such file)."""
-    return _listed_dtype(path, shard_format="nanogpt")
-
-
-def _listed_dtype(path: Path, shard_format: str | None = None) -> str | None:
-    """The dtype the manifest beside a shard says, if it lists the shard (and is of shard_format,
-    if given); None where there is no such manifest, or it cannot be read."""
+def _listed(path: Path, shard_format: str | None = None, required: bool = False) -> tuple[str, int] | None:
+    """(dtype, tokens) the manifest beside a shard says of it, if it lists the shard (and is of
+    shard_format, if given); None where there is no manifest there, or it lists no such shard. A
+    manifest that cannot be read is passed by, or, if required (a nanoGPT .bin is read by it), a
+    ValueError that says so."""
     manifest_path = path.parent / MANIFEST
     if not os.path.lexists(manifest_path):
         return None
     try:
         manifest = load_state(manifest_path)
-        listed = any(shard.get("file") == path.name for shard in manifest["shards"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        entry = next((shard for shard in manifest["shards"] if shard.get("file") == path.name), None)
+        dtype, tokens = manifest.get("dtype"), None if entry is None else entry["tokens"]
+        if entry is not None and (dtype not in ("uint16", "uint32") or type(tokens) is not int or tokens < 0):
+            raise ValueError(f"its dtype {dtype!r} or its count of {path.name}'s tokens {tokens!r} is none bpecli writes")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        if not required:
+            return None
+        why = (e.strerror or str(e)) if isinstance(e, OSError) else str(e) if isinstance(e, ValueError) else "not as bpecli writes one"
+        raise ValueError(f"the {MANIFEST} beside it, which says how to read a nanoGPT .bin, is damaged ({why})") from None
+    if entry is None or shard_format not in (None, manifest.get("shard_format")):
         return None
-    if shard_format not in (None, manifest.get("shard_format")):
-        return None
-    if listed and manifest.get("dtype") in ("uint16", "uint32"):
-        return manifest["dtype"]
-    return None
+    return dtype, tokens
 
 
 def resolve_dtype(tokenizer: Tokenizer, dtype: str = "auto") -> str:

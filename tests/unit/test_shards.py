@@ -517,6 +517,28 @@ def test_nanogpt_bins_are_the_raw_tokens_of_each_split(gpt2, sample_file, tmp_pa
         formats.read_shard(stray)
 
 
+@pytest.mark.parametrize("shard_format", ["npy", "nanogpt"])
+def test_a_shard_read_alone_holds_what_its_manifest_says_or_is_an_error(gpt2, sample_file, tmp_path, shard_format):
+    """decode reads a shard as listed: one cut short or grown (a raw nanoGPT .bin reads either way)
+    is an error that names the counts, and a nanoGPT .bin beside a damaged manifest says so."""
+    out = tmp_path / "out"
+    run = write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, eot=EOT, shard_format=shard_format)
+    shard = out / run.manifest["shards"][0]["file"]
+    listed = run.manifest["shards"][0]["tokens"]
+    assert len(formats.read_shard(shard, as_listed=True)) == listed
+    whole = shard.read_bytes()
+    shard.write_bytes(whole + bytes(20) if shard_format == "nanogpt" else whole[:-20])
+    with pytest.raises(InputError, match=f"holds {listed + 10:,} ids where the manifest says {listed:,}" if shard_format == "nanogpt"
+                       else "not a readable shard"):
+        formats.read_shard(shard, as_listed=True)
+    if shard_format == "nanogpt":
+        shard.write_bytes(whole)
+        for damaged in ("{", "[]", '{"shards": "train.bin"}'):
+            (out / "manifest.json").write_text(damaged)
+            with pytest.raises(InputError, match="the manifest.json beside it, which says how to read a nanoGPT .bin, is damaged"):
+                formats.read_shard(shard, as_listed=True)
+
+
 def test_a_validation_fraction_outside_0_and_1_is_an_error(gpt2, sample_file, tmp_path):
     with pytest.raises(BpecliError, match="val_fraction 1.5"):
         write_shards(gpt2, [str(sample_file)], tmp_path / "out", val_fraction=1.5)
