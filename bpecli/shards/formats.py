@@ -139,17 +139,19 @@ def _listed(path: Path, shard_format: str | None = None, required: bool = False)
     try:
         manifest = load_state(manifest_path)
         entry = next((shard for shard in manifest["shards"] if shard.get("file") == path.name), None)
-        dtype, tokens = manifest.get("dtype"), None if entry is None else entry["tokens"]
-        if entry is not None and (dtype not in ("uint16", "uint32") or type(tokens) is not int or tokens < 0):
+        if entry is None:
+            return None
+        dtype, tokens = manifest.get("dtype"), entry["tokens"]
+        if dtype not in ("uint16", "uint32") or type(tokens) is not int or tokens < 0:
             raise ValueError(f"its dtype {dtype!r} or its count of {path.name}'s tokens {tokens!r} is none bpecli writes")
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         if not required:
             return None
         why = (e.strerror or str(e)) if isinstance(e, OSError) else str(e) if isinstance(e, ValueError) else "not as bpecli writes one"
         raise ValueError(f"the {MANIFEST} beside it, which says how to read a nanoGPT .bin, is damaged ({why})") from None
-    if entry is None or shard_format not in (None, manifest.get("shard_format")):
+    if shard_format not in (None, manifest.get("shard_format")):
         return None
-    return dtype, tokens
+    return str(dtype), int(tokens)
 
 
 def resolve_dtype(tokenizer: Tokenizer, dtype: str = "auto") -> str:
