@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import unicodedata
+from array import array
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 
@@ -128,6 +130,19 @@ class Vocab:
             digest.update(json.dumps([self.add_prefix_space, self.template and self.template.as_json(),
                                       sorted(self.strips.items())]).encode())
         return digest.hexdigest()
+
+
+    @cached_property
+    def decoder_sha256(self) -> str:
+        """sha256 of what each id decodes to, however the tokenizer was read (its files, their
+        format): a shard folder records it, and a tokenizer given to read the folder must match it
+        (see docs/formats.md, manifest.json)."""
+        ids = sorted(self.decoder)
+        tokens = [self.decoder[i] for i in ids]
+        numbers = array("q", ids + list(map(len, tokens)))  # the ids, then the tokens' sizes: int64, little-endian
+        if sys.byteorder == "big":
+            numbers.byteswap()
+        return hashlib.sha256(numbers.tobytes() + b"".join(tokens)).hexdigest()
 
 
 @dataclass(frozen=True)

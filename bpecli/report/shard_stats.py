@@ -137,11 +137,15 @@ def _splits(manifest: dict, shards: list[dict]) -> list[str]:
 
 def _check_tokenizer(out: Path, manifest: dict, tokenizer: Tokenizer) -> None:
     """The tokenizer given must be the one the shards were written with: the same vocabulary size,
-    and the same tokens at the ids the manifest names (eot, bos)."""
+    the same tokens at the ids the manifest names (eot, bos), and, where the manifest says what
+    every id decodes to (decoder_sha256), the same tokens at every id."""
     wrote = manifest["tokenizer"]
     if wrote.get("vocab_size") != tokenizer.vocab_size:
         raise InputError(f"{out} was written by a tokenizer of {wrote.get('vocab_size')} tokens, not this one of "
                          f"{tokenizer.vocab_size:,}; give the tokenizer it was encoded with (-t)")
+    if manifest.get("decoder_sha256", tokenizer.vocab.decoder_sha256) != tokenizer.vocab.decoder_sha256:
+        raise InputError(f"{out} was written by another tokenizer of {tokenizer.vocab_size:,} tokens: this one decodes "
+                         "its ids to other tokens; give the tokenizer it was encoded with (-t)")
     for key in ("eot", "bos"):
         named = manifest.get(key)
         if isinstance(named, dict) and named.get("token") is not None and tokenizer.special_ids.get(named.get("id", -1)) != named["token"]:

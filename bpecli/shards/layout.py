@@ -182,7 +182,7 @@ def read_manifest(path: Path, garbled: str = f"use {arg('force', True)} to rebui
     JSON object."""
     manifest = read_json(path, garbled)
     if manifest.get("format_version") != folders.FORMAT_VERSION:
-        raise OutputError(f"{path}: format_version {manifest.get('format_version')} is not {folders.FORMAT_VERSION}; "
+        raise OutputError(f"{path}: format_version {manifest.get('format_version')!r} is not {folders.FORMAT_VERSION}; "
                           f"use the bpecli that wrote it, or encode again with {arg('force', True)}")
     checks = {
         "total_tokens": is_count, "total_documents": is_count, "text_column": lambda v: isinstance(v, str),
@@ -191,8 +191,10 @@ def read_manifest(path: Path, garbled: str = f"use {arg('force', True)} to rebui
         "eot": _is_token, "bos": _is_token, "max_id": is_count,
         "tokenizer": lambda v: isinstance(v, dict) and is_count(v.get("vocab_size")),
         "inputs": lambda v: isinstance(v, list) and all(isinstance(i, dict) and isinstance(i.get("path"), str) for i in v),
+        "read": lambda v: isinstance(v, list) and all(isinstance(i, dict) and isinstance(i.get("path"), str) for i in v),
+        "decoder_sha256": lambda v: isinstance(v, str) and SHA256.fullmatch(v) is not None,
     }
-    optional = {"shard_format", "val_fraction", "bos", "max_id"}  # not written by every bpecli of this format
+    optional = {"shard_format", "val_fraction", "bos", "max_id", "read", "decoder_sha256"}  # not written by every bpecli of this format
     for key, check in checks.items():
         if not (key in optional and key not in manifest) and not check(manifest.get(key)):
             raise damaged(path, f"{key!r} is missing or malformed")

@@ -173,7 +173,7 @@ def _encode(tokenizer, pairs, out, settings, kept, where, options, progress, sta
                     bar.update(part.weight)
                     bar.set_postfix_str(rates(n_bytes, writer.total_tokens - kept_tokens, time.perf_counter() - started))
             check_unchanged(pairs, settings)
-            manifest = writer.finish(pairs, max(tokenizer.decoder))
+            manifest = writer.finish(pairs, max(tokenizer.decoder), tokenizer.vocab.decoder_sha256)
         finally:
             writer.discard()
     return manifest, n_bytes, writer.total_tokens - kept_tokens

@@ -138,9 +138,10 @@ class ShardWriter:
                 total[split]["documents"] += documents
         return total
 
-    def finish(self, inputs: list[tuple[str, str]], max_id: int) -> dict:
+    def finish(self, inputs: list[tuple[str, str]], max_id: int, decoder_sha256: str) -> dict:
         """Close the last shard of each stream and write manifest.json (max_id: the tokenizer's
-        largest id, which no id in a shard passes); the journal goes."""
+        largest id, which no id in a shard passes; decoder_sha256: see Vocab.decoder_sha256); the
+        journal goes."""
         if len(self.parts) < len(self.recorded) or any(stream.unchecked for stream in self.streams.values()):
             raise damaged(self.out / JOURNAL, f"it lists {len(self.recorded):,} parts read, or shards ending in them, "
                                                f"where the inputs hold {len(self.parts):,}")
@@ -160,6 +161,7 @@ class ShardWriter:
         manifest = {
             **self.settings,
             "max_id": max_id,
+            "decoder_sha256": decoder_sha256,
             "total_tokens": sum(s["tokens"] for s in shards),
             "total_documents": sum(s["documents"] for s in shards),
             "shards": [{k: s[k] for k in ("file", "tokens", "documents", "sha256", "index", "index_sha256") if k in s}

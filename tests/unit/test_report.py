@@ -245,6 +245,22 @@ def test_the_tokenizer_given_must_be_the_one_that_wrote_the_shards(folder, cl100
         shard_figures(folder / "out", tokenizer=load(cl100k_file))
 
 
+def test_a_tokenizer_of_the_same_size_is_checked_id_by_id(folder, gpt2, tmp_path):
+    """The manifest says what every id decodes to (decoder_sha256): the same tokenizer saved to
+    other files reads the folder; one of the same size with two tokens swapped is refused."""
+    from bpecli import Tokenizer
+
+    assert json.loads((folder / "out" / "manifest.json").read_text())["decoder_sha256"] == gpt2.vocab.decoder_sha256
+    again = load(gpt2.save(tmp_path / "again"))
+    assert again.fingerprint != gpt2.fingerprint and again.vocab.decoder_sha256 == gpt2.vocab.decoder_sha256
+    assert shard_figures(folder / "out", tokenizer=again)["same_tokenizer_files"] is False
+    ranks = dict(gpt2.ranks)
+    ranks[b" the"], ranks[b" of"] = ranks[b" of"], ranks[b" the"]
+    swapped = Tokenizer(ranks=ranks, special_tokens=gpt2.special_tokens, pattern=gpt2.pattern)
+    with pytest.raises(InputError, match="decodes its ids to other tokens"):
+        shard_figures(folder / "out", tokenizer=swapped)
+
+
 # ---- the page ----------------------------------------------------------------------------------
 
 def embedded(html: str) -> dict:

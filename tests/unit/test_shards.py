@@ -833,6 +833,8 @@ MANIFEST_DAMAGE = {  # what is done to a finished folder's manifest -> what the 
     "no shard_tokens": (lambda m: m.pop("shard_tokens"), "'shard_tokens' is missing"),
     "an eot id of -1": (lambda m: m.update(eot={"id": -1}), "'eot' is missing or malformed"),
     "a largest id of text": (lambda m: m.update(max_id="50256"), "'max_id' is missing or malformed"),
+    "a list of what was read that is text": (lambda m: m.update(read="x"), "'read' is missing or malformed"),
+    "a decoder digest that is a number": (lambda m: m.update(decoder_sha256=5), "'decoder_sha256' is missing or malformed"),
 }
 
 
