@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +87,9 @@ def read_shard(path: str | Path, *, as_listed: bool = False) -> np.ndarray:
 
 def _read_any(path: Path) -> np.ndarray:
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would be read twice (its magic, then the array)
+            raise InputError(f"{path}: not a regular file; a shard is mapped from a file (to decode ids from a "
+                             "stream, pipe them in as text on stdin)")
         if path.suffix == ".bin":
             return _read_bin(path)
         with open(path, "rb") as f:

@@ -539,6 +539,14 @@ def test_a_shard_read_alone_holds_what_its_manifest_says_or_is_an_error(gpt2, sa
                 formats.read_shard(shard, as_listed=True)
 
 
+@pytest.mark.parametrize("name", ["ids.npy", "ids.bin"])
+def test_a_shard_that_is_a_fifo_is_refused_without_opening_it(tmp_path, name):
+    """A FIFO would be opened twice (its magic, then the array) and the second open wait forever."""
+    os.mkfifo(tmp_path / name)
+    with pytest.raises(InputError, match="not a regular file"):
+        formats.read_shard(tmp_path / name)
+
+
 def test_a_validation_fraction_outside_0_and_1_is_an_error(gpt2, sample_file, tmp_path):
     with pytest.raises(BpecliError, match="val_fraction 1.5"):
         write_shards(gpt2, [str(sample_file)], tmp_path / "out", val_fraction=1.5)
