@@ -182,6 +182,7 @@ def decode(
       bpecli decode -t tok shards/train_00000.npy | head -c 500
     """
     from ..inputs.documents import id_blocks
+    from ..inputs.sources import redact
 
     ids = " ".join(input.split()).replace(",", " ").strip()
     _no_file(input, bool(input) and all(c.isdecimal() or c.isspace() or c == "," for c in input),
@@ -194,7 +195,7 @@ def decode(
     else:
         blocks = id_blocks(input)  # a block at a time: an ids file of any size
     stdout = binary_stdout()
-    write_decoded(tok, blocks, errors.value, stdout)
+    write_decoded(tok, blocks, errors.value, stdout, "<stdin>" if input == "-" else redact(input))
     stdout.flush()
 
 

@@ -131,23 +131,43 @@ def _write_ids_line(tok, texts, format: Format, allow_special: bool, name: str, 
     stdout.write((ending + "\n").encode())
 
 
-def write_decoded(tok, blocks, errors: str, stdout) -> None:
+def write_decoded(tok, blocks, errors: str, stdout, label: str = "the input") -> None:
     """The text of ids given a block at a time, written a block at a time: a character whose bytes
     two blocks share is written whole with the second. With errors="strict", invalid UTF-8 is an
-    error that names its byte in the whole text."""
+    error that names its byte in the whole text; an id outside the vocabulary, which id it is.
+    label: what the ids were read from, for those errors."""
     import codecs
     from itertools import chain
 
-    from ..errors import BpecliError
+    from ..errors import BpecliError, UnknownIdError
 
     decoder = codecs.getincrementaldecoder("utf-8")(errors)
     done = 0  # the bytes of text decoded so far, those the decoder holds included
-    for data in chain(map(tok.decode_bytes, blocks), [None]):  # None: the end
+    ids_before = 0
+    for block in chain(blocks, [None]):  # None: the end
+        try:
+            data = None if block is None else tok.decode_bytes(block)
+        except UnknownIdError as e:
+            raise UnknownIdError(f"{label}: {e.args[0]}, at id {ids_before + _first_unknown(tok, block) + 1:,}") from None
         held = len(decoder.getstate()[0])
         try:
             text = decoder.decode(data or b"", final=data is None)
         except UnicodeDecodeError as e:
-            raise BpecliError(f"the ids decode to invalid UTF-8 at byte {done - held + e.start}; "
+            raise BpecliError(f"{label}: the ids decode to invalid UTF-8 at byte {done - held + e.start}; "
                               "use --errors replace to see U+FFFD instead") from None
         stdout.write(text.encode("utf-8", errors="surrogateescape"))
         done += len(data or b"")
+        ids_before += 0 if block is None else len(block)
+
+
+def _first_unknown(tok, ids) -> int:
+    """Where the first id that is no token of tok is in ids (a list, or an array such as a shard)."""
+    if not hasattr(ids, "dtype"):
+        return next(k for k, i in enumerate(ids) if i not in tok.decoder)
+    import numpy as np
+
+    top = max(tok.decoder)
+    known = np.zeros(top + 1, dtype=bool)
+    known[list(tok.decoder)] = True
+    wide = ids.astype(np.int64)
+    return int(np.flatnonzero((wide < 0) | (wide > top) | ~known[np.clip(wide, 0, top)])[0])

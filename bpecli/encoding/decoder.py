@@ -38,7 +38,13 @@ class Decoder:
 
     def _unknown(self, bad) -> UnknownIdError:
         """The one error for an id outside the vocabulary, from a list or an array alike."""
-        return UnknownIdError(f"id {bad} is not in the vocabulary (0..{max(self.vocab.decoder)})")
+        import numpy as np  # (the error path only: a one-line decode imports no numpy)
+
+        if isinstance(bad, bool) or not isinstance(bad, (int, np.integer)):
+            return UnknownIdError(f"{bad!r} is no token id (ids are integers)")
+        top = max(self.vocab.decoder)
+        gap = ", where no token has that id" if 0 <= bad <= top else ""
+        return UnknownIdError(f"id {bad} is not in the vocabulary (0..{top}{gap})")
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """The text of ids; bytes that are not valid UTF-8 become U+FFFD, or an error if strict."""

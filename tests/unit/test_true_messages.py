@@ -3,6 +3,7 @@ damaged (never as a stranger's file); a journal whose part list was extended say
 journal that changed; a pattern error names where the pattern came from only where that is known;
 an unknown id is said one way, from ids and from a shard alike."""
 
+import io
 import json
 
 import numpy as np
@@ -74,6 +75,22 @@ def test_an_unknown_id_is_said_alike_from_ids_and_from_an_array(gpt2):
             gpt2.decode(ids)
         said.add(str(error.value))
     assert said == {"id 99999 is not in the vocabulary (0..50256)"}
+
+
+def test_an_unknown_id_says_what_it_is_and_where(gpt2, tmp_path):
+    """Within the ids' range, no token has it; a string is no id at all; decode names the input and
+    which id it is, in text and in a shard alike."""
+    from bpecli import Tokenizer
+    from bpecli.cli.ids import write_decoded
+
+    gapped = Tokenizer({bytes([b]): b for b in range(256)}, special_tokens={"<|end|>": 1000}, pattern=gpt2.pattern)
+    with pytest.raises(BpecliError, match=r"^id 500 is not in the vocabulary \(0\.\.1000, where no token has that id\)$"):
+        gapped.decode([72, 500])
+    with pytest.raises(BpecliError, match="^'72' is no token id \\(ids are integers\\)$"):
+        gpt2.decode(["72"])
+    for blocks in ([[31373, 995], [31373, 99999]], [np.array([31373, 995, 31373, 99999], dtype=np.uint32)]):
+        with pytest.raises(BpecliError, match=r"^ids.txt: id 99999 is not in the vocabulary \(0\.\.50256\), at id 4$"):
+            write_decoded(gpt2, blocks, "strict", io.BytesIO(), "ids.txt")
 
 
 def test_train_that_cannot_write_its_files_removes_the_parents_it_made(gpt2, tmp_path, monkeypatch):
