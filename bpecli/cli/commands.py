@@ -231,7 +231,8 @@ def inspect(
         tok = _load_tokenizer(shard_tokenizer, pattern, special_ids) if shard_tokenizer else None
         return _inspect_shards(folder, tok, verify, as_json, report)
     if shard_tokenizer:
-        raise typer.BadParameter(f"--tokenizer is for a shard folder; {target} is the tokenizer itself")
+        raise typer.BadParameter(f"--tokenizer is for a shard folder, which holds a {MANIFEST}; {target} is "
+                                 f"{'a folder without one' if folder.is_dir() else 'no folder'}")
     if verify:
         raise typer.BadParameter(f"--verify is for a shard folder; {target} is not one")
     tok = _load_tokenizer(target, pattern, special_ids)

@@ -321,6 +321,9 @@ def test_inspect_options_for_the_other_kind_of_target_are_usage_errors(gpt2_voca
         result = run("inspect", *args)
         assert result.exit_code == 2, (args, result.output)
     assert not (tmp_path / "r.html").exists()
+    (out / "manifest.json").unlink()  # a shard folder that lost its manifest is not called a tokenizer
+    result = run("inspect", out, "-t", gpt2_vocab)
+    assert result.exit_code == 2 and "which holds a manifest.json; " in result.output and "a folder without one" in result.output
 
 
 def test_bench_against_tiktoken(gpt2_vocab, kernel_docs_sample, tmp_path, tiktoken_gpt2):
