@@ -264,6 +264,10 @@ def _load_file(generation: folders.Generation, name: str, pattern: str | None,
         return load_bpecli(generation, name, document, pattern, special_tokens)
     if isinstance(document.get("model"), dict):
         return load_hugging_face(generation.path / name, document, pattern, special_tokens)
+    # a tokenizer.json, damaged (a vocab.json maps every token, "model" as well, to an id)
+    if any(key in document and type(document[key]) is not int for key in ("model", "added_tokens", "pre_tokenizer")):
+        raise TokenizerFileError(f"{generation.path / name}: a Hugging Face tokenizer.json without its \"model\" "
+                                 "object (the vocabulary and merges); save the tokenizer again")
     return load_gpt2(generation, name, document, pattern, special_tokens)
 
 

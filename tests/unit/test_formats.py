@@ -409,6 +409,7 @@ def test_tiktoken_lines_ending_in_crlf_read_as_the_same_ranks(tmp_path):
     ({"model": {"type": "BPE", "vocab": ["a"]}}, "its model's vocab is a list, not an object of token: id"),
     ({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": {"a b": 1}}}, "its model's merges is an object, not a list"),
     ({"model": {"type": ["BPE"], "vocab": {}}}, r"holds a \['BPE'\] model"),
+    ({"model": None}, 'a Hugging Face tokenizer.json without its "model" object'),
     ({"added_tokens": {"<|endoftext|>": 699}}, "its added_tokens is an object, not a list"),
     ({"added_tokens": [{"content": "<|endoftext|>", "id": True}]}, "an entry of added_tokens lacks its content or id"),
     ({"added_tokens": [{"content": "<|x|>", "id": 699}, {"content": "<|x|>", "id": 700}]}, "added token '<|x|>' is listed twice"),
