@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import InputError, arg
 from ..parallel import map_in_order
-from ..shards.formats import read_shard
+from ..shards.formats import load_npy, read_shard
 from ..shards.layout import JOURNAL, MANIFEST, UNREADABLE, index_name, read_manifest
 from ..shards.verification import checked_shard
 from ..tokenizer import Tokenizer
@@ -317,10 +317,9 @@ def _document_lengths(out: Path, shards: list[dict]) -> np.ndarray:
     for shard in shards:
         path = out / index_name(shard["file"])  # beside its shard, whatever else a manifest says
         try:
-            found = np.load(path, allow_pickle=False, mmap_mode="r")
-        except (OSError, ValueError) as e:
-            raise InputError(f"{path}: not a readable document index ({e}); the folder is damaged: "
-                             f"encode again with {arg('force', True)}") from None
+            found = load_npy(path, "document index")
+        except InputError as e:
+            raise InputError(f"{e.args[0]}; the folder is damaged: encode again with {arg('force', True)}") from None
         if found.ndim != 1 or found.dtype.kind not in "iu" or (len(found) and (
                 found[0] < 0 or found[-1] >= shard["tokens"] or np.any(np.diff(found) < 0))):
             raise InputError(f"{path}: not the positions of documents in {shard['file']}; the folder is damaged: "

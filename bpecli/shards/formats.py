@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import folders
 from ..errors import BpecliError, InputError, arg
 from ..tokenizer import Tokenizer
 from .layout import INDEX_SUFFIX, MANIFEST, REBUILD, UNBOUNDED, load_state
@@ -86,25 +87,53 @@ def read_shard(path: str | Path, *, as_listed: bool = False) -> np.ndarray:
 
 
 def _read_any(path: Path) -> np.ndarray:
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would be read twice (its magic, then the array)
-            raise InputError(f"{path}: not a regular file; a shard is mapped from a file (to decode ids from a "
-                             "stream, pipe them in as text on stdin)")
-        if path.suffix == ".bin":
-            return _read_bin(path)
-        with open(path, "rb") as f:
-            magic = f.read(6)
-        if magic != b"\x93NUMPY":  # np.load would take it for a pickle and speak of allow_pickle
-            raise InputError(f"{path}: not a .npy file (it does not start as one); to decode ids written as "
-                             "text, give a file of another name, or pipe it in on stdin")
-        array = np.load(path, mmap_mode="r")
-    except (OSError, ValueError) as e:
-        # numpy's own words may run over several lines (a header too long to be read safely)
-        message = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
-        raise InputError(f"{path}: not a readable shard ({message})") from None
+    if path.suffix != ".bin":
+        array = load_npy(path, "shard")
+    else:
+        try:
+            _must_be_regular(path, "shard")
+            array = _read_bin(path)
+        except (OSError, ValueError) as e:
+            raise InputError(f"{path}: not a readable shard ({_reason(e)})") from None
     if array.ndim != 1 or array.dtype.kind not in "iu":
         raise InputError(f"{path}: expected a 1-d integer array, found {array.dtype} of shape {array.shape}")
     return array
+
+
+def load_npy(path: Path, what: str) -> np.ndarray:
+    """A .npy file (a shard, a document index) memory-mapped, never unpickled; one clear line
+    (InputError) where it is none."""
+    try:
+        _must_be_regular(path, what)
+        with open(path, "rb") as f:
+            magic = f.read(6)
+        if magic != b"\x93NUMPY":  # np.load would take it for a pickle and speak of allow_pickle
+            raise InputError(f"{path}: not a .npy file (it does not start as one)"
+                             + ("; to decode ids written as text, give a file of another name, or pipe it in on stdin"
+                                if what == "shard" else ""))
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+        extra = os.path.getsize(path) - (array.offset + array.nbytes if isinstance(array, np.memmap) else os.path.getsize(path))
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: not a readable {what} ({_reason(e)})") from None
+    if extra:
+        raise InputError(f"{path}: {extra:,} bytes more than its array; not a {what} as bpecli writes one")
+    return array
+
+
+def _must_be_regular(path: Path, what: str) -> None:
+    """A FIFO would be opened twice (its magic, then the array) and the second open wait forever."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise InputError(f"{path}: not a regular file; a {what} is mapped from a file"
+                         + (" (to decode ids from a stream, pipe them in as text on stdin)" if what == "shard" else ""))
+
+
+def _reason(error: OSError | ValueError) -> str:
+    """Why a file is no array, in a few words: an OS error's own, or numpy's first line (its words
+    may run over several lines, and advise unpickling what holds objects)."""
+    if isinstance(error, OSError):
+        return folders.why(error)
+    said = str(error).splitlines()[0] if str(error).strip() else type(error).__name__
+    return "it holds Python objects, not numbers" if "allow_pickle" in said else said
 
 
 def _read_bin(path: Path) -> np.ndarray:

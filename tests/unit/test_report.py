@@ -2,6 +2,7 @@
 ids, the manifest, the document indexes, the shards' ids), and the page that draws them."""
 
 import json
+import os
 import re
 
 import numpy as np
@@ -206,6 +207,10 @@ def damage(out, how):
         index = shard.with_suffix(".idx")
         starts = np.load(index)
         np.save(open(index, "wb"), starts[::-1].copy())
+    elif how == "an index that is a FIFO":
+        index = shard.with_suffix(".idx")
+        index.unlink()
+        os.mkfifo(index)
     elif how == "tallies that do not add up":
         manifest["read"][0]["written"]["train"]["tokens"] += 1
         (out / "manifest.json").write_text(json.dumps(manifest))
@@ -217,6 +222,7 @@ def damage(out, how):
     ("shorter than the manifest", "ids where the manifest says"),
     ("another dtype", "holds uint32 ids where the manifest says uint16"),
     ("an index out of order", "not the positions of documents"),
+    ("an index that is a FIFO", "not a regular file; a document index is mapped from a file"),
     ("tallies that do not add up", "do not add up"),
 ])
 def test_a_damaged_folder_is_one_clear_error(folder, tmp_path, how, message):

@@ -547,6 +547,17 @@ def test_a_shard_that_is_a_fifo_is_refused_without_opening_it(tmp_path, name):
         formats.read_shard(tmp_path / name)
 
 
+def test_a_npy_with_bytes_after_its_array_or_objects_in_it_is_refused(tmp_path):
+    np.save(tmp_path / "ids.npy", np.arange(10, dtype=np.uint16))
+    with open(tmp_path / "ids.npy", "ab") as f:
+        f.write(b"tail")
+    with pytest.raises(InputError, match="4 bytes more than its array"):
+        formats.read_shard(tmp_path / "ids.npy")
+    np.save(tmp_path / "objects.npy", np.array([1, "a"], dtype=object))
+    with pytest.raises(InputError, match=r"^\S+objects.npy: not a readable shard \(.*objects"):
+        formats.read_shard(tmp_path / "objects.npy")
+
+
 def test_a_validation_fraction_outside_0_and_1_is_an_error(gpt2, sample_file, tmp_path):
     with pytest.raises(BpecliError, match="val_fraction 1.5"):
         write_shards(gpt2, [str(sample_file)], tmp_path / "out", val_fraction=1.5)
