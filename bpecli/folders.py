@@ -241,12 +241,15 @@ class Generation:
         return name if self.fd is not None else os.path.join(self.path, name)
 
     def has(self, name: str) -> bool:
-        """Whether the folder has an entry of this name (of any kind, a dangling link too)."""
+        """Whether the folder has an entry of this name (of any kind, a dangling link too). A folder
+        it may not look into says yes: reading the file then says why it cannot."""
         try:
             os.stat(self._at(name), dir_fd=self.fd, follow_symlinks=False)
             return True
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
             return False
+        except OSError:
+            return True
 
     def read(self, name: str) -> bytes:
         """The bytes of a regular file of the folder, at most MAX_FILE_BYTES; a FIFO or a device is

@@ -3,6 +3,7 @@ A function's docstring is its --help."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -224,7 +225,7 @@ def inspect(
     from ..shards.layout import JOURNAL, MANIFEST
 
     folder = Path(target)  # tokenizers stay str, as given: Path writes "s3://" as "s3:/" in messages
-    if folder.is_dir() and ((folder / MANIFEST).exists() or (folder / JOURNAL).exists()):
+    if folder.is_dir() and (os.path.lexists(folder / MANIFEST) or os.path.lexists(folder / JOURNAL)):
         for given, option in ((text, "--text"), (compare, "--compare"), (corpus, "--corpus")):
             if given:
                 raise typer.BadParameter(f"{option} is for a tokenizer; {target} is a shard folder")

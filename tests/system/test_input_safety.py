@@ -2,9 +2,12 @@
 documents of any size, files that are not what their name says. One line, never a traceback."""
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -252,3 +255,19 @@ def test_an_endless_stream_of_random_bytes_stops_at_its_first_invalid_utf8(gpt2_
         said = one_line(done)
         assert re.search(r"urandom|<stdin>", said) and re.search(r":[0-9]+: invalid UTF-8 at byte [0-9]+ ", said), said
         assert list(roomy_tmpdir.iterdir()) == []  # never the disk filled with it
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs util-linux's setpriv to read as a user without root's reach")
+def test_a_tokenizer_folder_that_may_not_be_read_says_so(trained, tmp_path):
+    """A folder bpecli may not look into is not "no tokenizer here": reading its file says why."""
+    locked = tmp_path / "locked"
+    shutil.copytree(trained[1], locked)
+    locked.chmod(0)
+    as_user = "setpriv --inh-caps=-all --bounding-set=-dac_override,-dac_read_search " if os.geteuid() == 0 else ""
+    try:
+        for command in (f"echo hi | {as_user}\"$BPECLI\" encode -t {locked}", f"{as_user}\"$BPECLI\" inspect {locked}"):
+            done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60,
+                                  env={**os.environ, "BPECLI": str(Path(sys.executable).parent / "bpecli")})
+            assert "Permission denied" in one_line(done) and "no tokenizer here" not in done.stderr, (command, done.stderr)
+    finally:
+        locked.chmod(0o755)
