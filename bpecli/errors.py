@@ -81,4 +81,9 @@ class DisallowedSpecialError(BpecliError, ValueError):
 
 
 class UnknownIdError(BpecliError, KeyError):
-    """An id outside the vocabulary (tiktoken raises KeyError)."""
+    """An id outside the vocabulary (tiktoken raises KeyError); position: where it is among the ids
+    decoded."""
+
+    def __init__(self, message: str, position: int = 0):
+        super().__init__(message)
+        self.position = position

@@ -311,15 +311,18 @@ def open_new(path: Path):
     """path opened for writing as a new file. Whatever is at that name (a temporary an interrupted
     run left) is removed first, and a symbolic link there is never followed: the file it points at
     stays as it is. Something made there meanwhile is an error (FileExistsError), not written over."""
-    if os.path.lexists(path):
+    try:
         os.unlink(path)
+    except FileNotFoundError:
+        pass
     return open(path, "xb")
 
 
 def write_file(data: bytes, path: Path) -> None:
     """data in a new file at path (see open_new), flushed to disk; removed again if that fails."""
+    f = open_new(path)
     try:
-        with open_new(path) as f:
+        with f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

@@ -131,7 +131,6 @@ class Vocab:
                                       sorted(self.strips.items())]).encode())
         return digest.hexdigest()
 
-
     @cached_property
     def decoder_sha256(self) -> str:
         """sha256 of what each id decodes to, however the tokenizer was read (its files, their

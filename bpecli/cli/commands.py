@@ -183,7 +183,7 @@ def decode(
       bpecli decode -t tok shards/train_00000.npy | head -c 500
     """
     from ..inputs.documents import id_blocks
-    from ..inputs.sources import redact
+    from ..inputs.sources import label_of
 
     ids = " ".join(input.split()).replace(",", " ").strip()
     _no_file(input, bool(input) and all(c.isdecimal() or c.isspace() or c == "," for c in input),
@@ -196,7 +196,7 @@ def decode(
     else:
         blocks = id_blocks(input)  # a block at a time: an ids file of any size
     stdout = binary_stdout()
-    write_decoded(tok, blocks, errors.value, stdout, "<stdin>" if input == "-" else redact(input))
+    write_decoded(tok, blocks, errors.value, stdout, label_of(input))
     stdout.flush()
 
 

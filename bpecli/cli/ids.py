@@ -148,7 +148,7 @@ def write_decoded(tok, blocks, errors: str, stdout, label: str = "the input") ->
         try:
             data = None if block is None else tok.decode_bytes(block)
         except UnknownIdError as e:
-            raise UnknownIdError(f"{label}: {e.args[0]}, at id {ids_before + _first_unknown(tok, block) + 1:,}") from None
+            raise UnknownIdError(f"{label}: {e.args[0]}, at id {ids_before + e.position + 1:,}") from None
         held = len(decoder.getstate()[0])
         try:
             text = decoder.decode(data or b"", final=data is None)
@@ -159,15 +159,3 @@ def write_decoded(tok, blocks, errors: str, stdout, label: str = "the input") ->
         done += len(data or b"")
         ids_before += 0 if block is None else len(block)
 
-
-def _first_unknown(tok, ids) -> int:
-    """Where the first id that is no token of tok is in ids (a list, or an array such as a shard)."""
-    if not hasattr(ids, "dtype"):
-        return next(k for k, i in enumerate(ids) if i not in tok.decoder)
-    import numpy as np
-
-    top = max(tok.decoder)
-    known = np.zeros(top + 1, dtype=bool)
-    known[list(tok.decoder)] = True
-    wide = ids.astype(np.int64)
-    return int(np.flatnonzero((wide < 0) | (wide > top) | ~known[np.clip(wide, 0, top)])[0])

@@ -4,7 +4,7 @@ every token's bytes, where each token starts in the text, and a stream of ids as
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -30,26 +30,26 @@ class Decoder:
         if hasattr(ids, "dtype"):
             return self._decode_array(ids)
         decoder = self.vocab.decoder
+        if not isinstance(ids, (list, tuple)):
+            ids = list(ids)  # an iterator would be used up before the error path looks for the bad id
         try:
             return b"".join(map(decoder.__getitem__, ids))
         except (KeyError, TypeError):
-            bad = next(i for i in ids if i not in decoder)
-            raise self._unknown(bad) from None
+            position = next(k for k, i in enumerate(ids) if not isinstance(i, Hashable) or i not in decoder)
+            raise self._unknown(ids[position], position) from None
 
-    def _unknown(self, bad) -> UnknownIdError:
+    def _unknown(self, bad, position: int) -> UnknownIdError:
         """The one error for an id outside the vocabulary, from a list or an array alike."""
         import numpy as np  # (the error path only: a one-line decode imports no numpy)
 
         if isinstance(bad, bool) or not isinstance(bad, (int, np.integer)):
-            return UnknownIdError(f"{bad!r} is no token id (ids are integers)")
+            return UnknownIdError(f"{bad!r} is no token id (ids are integers)", position)
         top = max(self.vocab.decoder)
         gap = ", where no token has that id" if 0 <= bad <= top else ""
-        return UnknownIdError(f"id {bad} is not in the vocabulary (0..{top}{gap})")
+        return UnknownIdError(f"id {bad} is not in the vocabulary (0..{top}{gap})", position)
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """The text of ids; bytes that are not valid UTF-8 become U+FFFD, or an error if strict."""
-        if not hasattr(ids, "dtype"):
-            ids = list(ids)  # an iterator would be used up by the error path
         data = self.decode_bytes(ids)
         try:
             return data.decode("utf-8", errors=errors)
@@ -115,7 +115,7 @@ class Decoder:
                 where = np.clip(block, 0, len(lengths) - 1)
                 bad = (block < 0) | (block >= len(lengths)) | (lengths[where] == 0)
             if bad.any():
-                raise self._unknown(ids[at + int(np.argmax(bad))])
+                raise self._unknown(ids[at + int(np.argmax(bad))], at + int(np.argmax(bad)))
             blocks.append(data[spans(starts[where], lengths[where])].tobytes())
         return b"".join(blocks)
 

@@ -16,7 +16,7 @@ from ..errors import InputError, arg
 from ..folders import too_deep
 from ..pretokenize import special_byte_splitter, special_splitter
 from .parts import MAX_ROW_GROUP_BYTES, Part, document_parts, parquet_text_column, row_group_too_large
-from .sources import MAX_DOCUMENT_BYTES, lines_before, open_input, read_bytes, read_range, redact
+from .sources import MAX_DOCUMENT_BYTES, label_of, lines_before, open_input, read_bytes, read_range
 from .spool import streams_spooled
 from .utf8 import ERRORS_HINT, binary_kind, decode_utf8
 
@@ -246,7 +246,7 @@ def text_parts(name: str, *, separators: list[str], safe_cut: str | None = None,
     """The text of a file, URI (plain or compressed), FIFO or stdin ("-") a part at a time, cut
     before a separator or at a safe cut (see document_parts): what encode reads of a text too
     large to read whole."""
-    label = "<stdin>" if name == "-" else redact(name)
+    label = label_of(name)
     for part in document_parts([(name, label)], separators=separators, safe_cut=safe_cut):
         yield _part_text(part, _part_bytes(part), errors)
 
@@ -254,7 +254,7 @@ def text_parts(name: str, *, separators: list[str], safe_cut: str | None = None,
 def read_text(name: str, errors: str = "strict", hint: str | None = None) -> str:
     """The text of a file or stdin; hint is what to suggest for invalid UTF-8 (ERRORS_HINT where
     the caller can read with errors="replace")."""
-    return decode_utf8(read_bytes(name), "<stdin>" if name == "-" else redact(name), errors=errors, hint=hint)
+    return decode_utf8(read_bytes(name), label_of(name), errors=errors, hint=hint)
 
 
 def read_ids(name: str) -> list[int]:
@@ -267,7 +267,7 @@ def id_blocks(name: str) -> Iterator[list[int]]:
     whitespace): an ids file of any size is read in bounded memory."""
     from .sources import read_blocks
 
-    label = "<stdin>" if name == "-" else redact(name)
+    label = label_of(name)
     pending, at, row = b"", 0, 1  # what is read and not yet parsed, where it starts, its line
     for block in read_blocks(name):
         data = pending + block

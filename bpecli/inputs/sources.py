@@ -76,6 +76,11 @@ def redact(text: str) -> str:
     return _SECRET_PARAMETER.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
 
 
+def label_of(name: str) -> str:
+    """What messages call an input given by name: <stdin> for "-", else the name, redacted."""
+    return "<stdin>" if name == "-" else redact(name)
+
+
 def input_pairs(inputs) -> list[tuple[str, str]]:
     """(path, label) for each input: a path or URI (str or Path), or a (path, label) pair. The
     label is what messages and records show of the input, its credentials redacted."""
@@ -337,7 +342,7 @@ def not_empty(name: str, label: str, compression: str) -> None:
 def read_blocks(name: str, size: int = 4 << 20) -> Iterator[bytes]:
     """A file (decompressed if it is named .gz, .zst or .bz2), URI, FIFO or stdin ("-") front to
     back, a block of at most size bytes at a time: what is held stays bounded whatever its size."""
-    label = "<stdin>" if name == "-" else redact(name)
+    label = label_of(name)
     compression = None if name == "-" else input_kind(name)[1]
     if not compression and not is_uri(name):
         with ReadOnce(name, label) as source:

@@ -38,7 +38,7 @@ def write_report(path: str | Path, html: str) -> Path:
         # a new name of its own beside the report: never a file or link that was there
         name = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.partial")
         fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        temporary = name
+        temporary = name  # (set once made: only what was made is removed)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(html)
         os.replace(temporary, path)

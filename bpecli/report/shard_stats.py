@@ -143,7 +143,7 @@ def _check_tokenizer(out: Path, manifest: dict, tokenizer: Tokenizer) -> None:
     if wrote.get("vocab_size") != tokenizer.vocab_size:
         raise InputError(f"{out} was written by a tokenizer of {wrote.get('vocab_size')} tokens, not this one of "
                          f"{tokenizer.vocab_size:,}; give the tokenizer it was encoded with (-t)")
-    if manifest.get("decoder_sha256", tokenizer.vocab.decoder_sha256) != tokenizer.vocab.decoder_sha256:
+    if "decoder_sha256" in manifest and manifest["decoder_sha256"] != tokenizer.vocab.decoder_sha256:
         raise InputError(f"{out} was written by another tokenizer of {tokenizer.vocab_size:,} tokens: this one decodes "
                          "its ids to other tokens; give the tokenizer it was encoded with (-t)")
     for key in ("eot", "bos"):

@@ -112,7 +112,9 @@ def load_npy(path: Path, what: str) -> np.ndarray:
                              + ("; to decode ids written as text, give a file of another name, or pipe it in on stdin"
                                 if what == "shard" else ""))
         array = np.load(path, mmap_mode="r", allow_pickle=False)
-        extra = os.path.getsize(path) - (array.offset + array.nbytes if isinstance(array, np.memmap) else os.path.getsize(path))
+        extra = 0
+        if isinstance(array, np.memmap):  # (an empty array is read, not mapped)
+            extra = os.path.getsize(path) - array.offset - array.nbytes
     except (OSError, ValueError) as e:
         raise InputError(f"{path}: not a readable {what} ({_reason(e)})") from None
     if extra:
@@ -122,9 +124,10 @@ def load_npy(path: Path, what: str) -> np.ndarray:
 
 def _must_be_regular(path: Path, what: str) -> None:
     """A FIFO would be opened twice (its magic, then the array) and the second open wait forever."""
-    if not stat.S_ISREG(os.stat(path).st_mode):
-        raise InputError(f"{path}: not a regular file; a {what} is mapped from a file"
-                         + (" (to decode ids from a stream, pipe them in as text on stdin)" if what == "shard" else ""))
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{path}: not a regular file; a {what} is mapped from a file" + (
+            " (to decode ids from a stream, pipe them in as text on stdin)" if what == "shard" and stat.S_ISFIFO(mode) else ""))
 
 
 def _reason(error: OSError | ValueError) -> str:
@@ -171,20 +174,22 @@ def _listed(path: Path, shard_format: str | None = None, required: bool = False)
         return None
     try:
         manifest = load_state(manifest_path)
+        if shard_format not in (None, manifest.get("shard_format")):
+            return None
         entry = next((shard for shard in manifest["shards"] if shard.get("file") == path.name), None)
         if entry is None:
             return None
         dtype, tokens = manifest.get("dtype"), entry["tokens"]
-        if dtype not in ("uint16", "uint32") or type(tokens) is not int or tokens < 0:
-            raise ValueError(f"its dtype {dtype!r} or its count of {path.name}'s tokens {tokens!r} is none bpecli writes")
+        if dtype not in ("uint16", "uint32"):
+            raise ValueError(f"a dtype of {dtype!r}")
+        if type(tokens) is not int or tokens < 0:
+            raise ValueError(f"a count of {tokens!r} tokens for {path.name}")
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         if not required:
             return None
-        why = (e.strerror or str(e)) if isinstance(e, OSError) else str(e) if isinstance(e, ValueError) else "not as bpecli writes one"
+        why = _reason(e) if isinstance(e, (OSError, ValueError)) else "not as bpecli writes one"
         raise ValueError(f"the {MANIFEST} beside it, which says how to read a nanoGPT .bin, is damaged ({why})") from None
-    if shard_format not in (None, manifest.get("shard_format")):
-        return None
-    return str(dtype), int(tokens)
+    return dtype, tokens
 
 
 def resolve_dtype(tokenizer: Tokenizer, dtype: str = "auto") -> str:

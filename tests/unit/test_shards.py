@@ -204,16 +204,31 @@ def test_ids_that_do_not_fit_the_dtype_are_an_error(cl100k_file):
 
 
 def test_links_at_the_temporary_names_are_never_written_through(gpt2, sample_file, tmp_path, small_parts):
-    """A link named as a run's temporary (a shard's, an index's, the manifest's or the journal's,
-    as a hostile folder might hold) is removed, never followed: the file it points at stays as it is."""
+    """Links named as the temporaries of shards not yet begun (a shard's and its index's), made
+    while the run goes on: each is removed, never followed, and the file it points at stays as it is."""
     victim = tmp_path / "victim.txt"
     victim.write_text("important")
     out = tmp_path / "out"
-    out.mkdir()
-    for name in (".shard_00000.npy.partial", ".shard_00000.idx.partial", "manifest.json.partial", ".bpecli-progress.json.partial"):
-        (out / name).symlink_to(victim)
-    write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, workers=1, eot=EOT)
-    assert victim.read_text() == "important"
+
+    class Planting:  # a progress bar that makes the links as the first part is written
+        planted = False
+
+        def update(self, n):
+            if not self.planted:
+                for number in range(1, 4):
+                    (out / f".shard_{number:05d}.npy.partial").symlink_to(victim)
+                    (out / f".shard_{number:05d}.idx.partial").symlink_to(victim)
+                self.planted = True
+
+        def set_postfix_str(self, *args, **kwargs):
+            pass
+
+        def close(self):
+            pass
+
+    run = write_shards(gpt2, [str(sample_file)], out, shard_tokens=100_000, workers=1, eot=EOT,
+                       progress=lambda *args: Planting())
+    assert len(run.manifest["shards"]) >= 4 and victim.read_text() == "important"
     assert verify(out) == [] and not [p for p in out.iterdir() if p.is_symlink() or p.name.endswith(".partial")]
 
 
@@ -527,13 +542,17 @@ def test_a_shard_read_alone_holds_what_its_manifest_says_or_is_an_error(gpt2, sa
     listed = run.manifest["shards"][0]["tokens"]
     assert len(formats.read_shard(shard, as_listed=True)) == listed
     whole = shard.read_bytes()
-    shard.write_bytes(whole + bytes(20) if shard_format == "nanogpt" else whole[:-20])
-    with pytest.raises(InputError, match=f"holds {listed + 10:,} ids where the manifest says {listed:,}" if shard_format == "nanogpt"
-                       else "not a readable shard"):
+    if shard_format == "nanogpt":
+        shard.write_bytes(whole + bytes(20))
+    else:
+        np.save(shard, np.load(shard)[:-10])
+    held = listed + 10 if shard_format == "nanogpt" else listed - 10
+    with pytest.raises(InputError, match=f"holds {held:,} ids where the manifest says {listed:,}"):
         formats.read_shard(shard, as_listed=True)
     if shard_format == "nanogpt":
         shard.write_bytes(whole)
-        for damaged in ("{", "[]", '{"shards": "train.bin"}'):
+        for damaged in ("{", "[]", '{"shard_format": "nanogpt", "shards": "train.bin"}',
+                        '{"shard_format": "nanogpt", "dtype": "int8", "shards": [{"file": "train.bin", "tokens": 1}]}'):
             (out / "manifest.json").write_text(damaged)
             with pytest.raises(InputError, match="the manifest.json beside it, which says how to read a nanoGPT .bin, is damaged"):
                 formats.read_shard(shard, as_listed=True)
