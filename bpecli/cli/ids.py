@@ -158,4 +158,3 @@ def write_decoded(tok, blocks, errors: str, stdout, label: str = "the input") ->
         stdout.write(text.encode("utf-8", errors="surrogateescape"))
         done += len(data or b"")
         ids_before += 0 if block is None else len(block)
-

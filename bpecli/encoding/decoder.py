@@ -115,7 +115,8 @@ class Decoder:
                 where = np.clip(block, 0, len(lengths) - 1)
                 bad = (block < 0) | (block >= len(lengths)) | (lengths[where] == 0)
             if bad.any():
-                raise self._unknown(ids[at + int(np.argmax(bad))], at + int(np.argmax(bad)))
+                position = at + int(np.argmax(bad))
+                raise self._unknown(ids[position], position)
             blocks.append(data[spans(starts[where], lengths[where])].tobytes())
         return b"".join(blocks)
 

@@ -149,10 +149,10 @@ def _read_bin(path: Path) -> np.ndarray:
         if listed is None:
             raise ValueError("no llm.c header (magic 20240520 version 1, or 20240801 version 7), and no "
                              "manifest.json beside it that lists it as a nanoGPT .bin")
-        raw_dtype = np.dtype(listed[0]).newbyteorder("<")
-        if path.stat().st_size % raw_dtype.itemsize:
-            raise ValueError(f"{path.stat().st_size:,} bytes, no whole number of {listed[0]} ids")
-        if path.stat().st_size == 0:  # numpy maps no empty file
+        raw_dtype, size = np.dtype(listed[0]).newbyteorder("<"), path.stat().st_size
+        if size % raw_dtype.itemsize:
+            raise ValueError(f"{size:,} bytes, no whole number of {listed[0]} ids")
+        if size == 0:  # numpy maps no empty file
             return np.zeros(0, dtype=raw_dtype)
         return np.memmap(path, dtype=raw_dtype, mode="r")
     itemsize, count = np.dtype(dtype).itemsize, int(header[2])

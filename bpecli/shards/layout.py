@@ -190,8 +190,7 @@ def read_manifest(path: Path, garbled: str = f"use {arg('force', True)} to rebui
         "shard_format": lambda v: v in SHARD_SUFFIX, "val_fraction": lambda v: v is None or _is_fraction(v),
         "eot": _is_token, "bos": _is_token, "max_id": is_count,
         "tokenizer": lambda v: isinstance(v, dict) and is_count(v.get("vocab_size")),
-        "inputs": lambda v: isinstance(v, list) and all(isinstance(i, dict) and isinstance(i.get("path"), str) for i in v),
-        "read": lambda v: isinstance(v, list) and all(isinstance(i, dict) and isinstance(i.get("path"), str) for i in v),
+        "inputs": _lists_paths, "read": _lists_paths,
         "decoder_sha256": lambda v: isinstance(v, str) and SHA256.fullmatch(v) is not None,
     }
     optional = {"shard_format", "val_fraction", "bos", "max_id", "read", "decoder_sha256"}  # not written by every bpecli of this format
@@ -209,6 +208,11 @@ def read_manifest(path: Path, garbled: str = f"use {arg('force', True)} to rebui
     if "splits" in manifest and manifest["splits"] != split_totals(shards, splits_of(manifest.get("val_fraction"))):
         raise damaged(path, "'splits' does not add up to its shards")
     return manifest
+
+
+def _lists_paths(value) -> bool:
+    """A list of objects, each naming an input by its path (a manifest's inputs, and what was read of each)."""
+    return isinstance(value, list) and all(isinstance(i, dict) and isinstance(i.get("path"), str) for i in value)
 
 
 def checked_shards(path: Path, document: dict, settings: dict, parts: int | None = None) -> list[dict]:
