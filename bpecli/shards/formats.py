@@ -8,7 +8,10 @@ from __future__ import annotations
 import io
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -50,10 +53,9 @@ def has_shard_shape(path: Path, shard_format: str, dtype: str, shard_tokens: int
         shard_format, dtype, shard_tokens = "npy", "int64", UNBOUNDED
     itemsize = np.dtype(dtype).itemsize
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
+        with _open_regular(path, "shard") as (f, size):
             head = f.read(4 * LLMC_HEADER_INTS)
-    except OSError:
+    except (OSError, InputError):
         return False
     for header_size in HEADER_SIZES[shard_format]:
         length, rest = divmod(size - header_size, itemsize)
@@ -91,8 +93,8 @@ def _read_any(path: Path) -> np.ndarray:
         array = load_npy(path, "shard")
     else:
         try:
-            _must_be_regular(path, "shard")
-            array = _read_bin(path)
+            with _open_regular(path, "shard") as (f, size):
+                array = _read_bin(path, f, size)
         except (OSError, ValueError) as e:
             raise InputError(f"{path}: not a readable shard ({_reason(e)})") from None
     if array.ndim != 1 or array.dtype.kind not in "iu":
@@ -104,17 +106,22 @@ def load_npy(path: Path, what: str) -> np.ndarray:
     """A .npy file (a shard, a document index) memory-mapped, never unpickled; one clear line
     (InputError) where it is none."""
     try:
-        _must_be_regular(path, what)
-        with open(path, "rb") as f:
-            magic = f.read(6)
-        if magic != b"\x93NUMPY":  # np.load would take it for a pickle and speak of allow_pickle
-            raise InputError(f"{path}: not a .npy file (it does not start as one)"
-                             + ("; to decode ids written as text, give a file of another name, or pipe it in on stdin"
-                                if what == "shard" else ""))
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
-        extra = 0
-        if isinstance(array, np.memmap):  # (an empty array is read, not mapped)
-            extra = os.path.getsize(path) - array.offset - array.nbytes
+        with _open_regular(path, what) as (f, size):
+            if f.read(6) != b"\x93NUMPY":  # np.load would take it for a pickle and speak of allow_pickle
+                raise InputError(f"{path}: not a .npy file (it does not start as one)"
+                                 + ("; to decode ids written as text, give a file of another name, or pipe it in on stdin"
+                                    if what == "shard" else ""))
+            f.seek(0)
+            version = np.lib.format.read_magic(f)
+            if version not in NPY_HEADERS:
+                raise ValueError(f"a .npy of version {version[0]}.{version[1]}; arrays of numbers are written as 1.0 or 2.0")
+            shape, fortran, dtype = NPY_HEADERS[version](f)
+            if dtype.hasobject:
+                raise ValueError("it holds Python objects, not numbers")
+            extra = size - f.tell() - int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            if extra < 0:
+                raise ValueError(f"cut short: {-extra:,} bytes fewer than its header says")
+            array = _mapped(f, dtype, f.tell(), shape, fortran)
     except (OSError, ValueError) as e:
         raise InputError(f"{path}: not a readable {what} ({_reason(e)})") from None
     if extra:
@@ -122,26 +129,39 @@ def load_npy(path: Path, what: str) -> np.ndarray:
     return array
 
 
-def _must_be_regular(path: Path, what: str) -> None:
-    """A FIFO would be opened twice (its magic, then the array) and the second open wait forever."""
-    mode = os.stat(path).st_mode
-    if not stat.S_ISREG(mode):
-        raise InputError(f"{path}: not a regular file; a {what} is mapped from a file" + (
-            " (to decode ids from a stream, pipe them in as text on stdin)" if what == "shard" and stat.S_ISFIFO(mode) else ""))
+# A .npy header's reader by the format's version (3.0 differs from 2.0 only in allowing UTF-8
+# field names, which no array of numbers has)
+NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+@contextmanager
+def _open_regular(path: Path, what: str) -> Iterator[tuple[BinaryIO, int]]:
+    """(the file at path open for reading, its size), if it is a regular file. Everything is then
+    read through this one descriptor: a name swapped for another file between two looks is never
+    read, and a FIFO (opened without waiting for a writer) is refused rather than waited on forever."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            raise InputError(f"{path}: not a regular file; a {what} is mapped from a file" + (
+                " (to decode ids from a stream, pipe them in as text on stdin)"
+                if what == "shard" and stat.S_ISFIFO(found.st_mode) else ""))
+        yield f, found.st_size
 
 
 def _reason(error: OSError | ValueError) -> str:
     """Why a file is no array, in a few words: an OS error's own, or numpy's first line (its words
-    may run over several lines, and advise unpickling what holds objects)."""
+    may run over several lines)."""
     if isinstance(error, OSError):
         return folders.why(error)
-    said = str(error).splitlines()[0] if str(error).strip() else type(error).__name__
-    return "it holds Python objects, not numbers" if "allow_pickle" in said else said
+    return str(error).splitlines()[0] if str(error).strip() else type(error).__name__
 
 
-def _read_bin(path: Path) -> np.ndarray:
-    """An llm.c .bin (its header's token count must be what the file holds) or a nanoGPT .bin."""
-    header = np.fromfile(path, dtype="<i4", count=LLMC_HEADER_INTS)
+def _read_bin(path: Path, f: BinaryIO, size: int) -> np.ndarray:
+    """An llm.c .bin (its header's token count must be what the file holds) or a nanoGPT .bin,
+    from the open file f of size bytes."""
+    head = f.read(4 * LLMC_HEADER_INTS)
+    header = np.frombuffer(head[: len(head) // 4 * 4], dtype="<i4")
     dtype = next((d for d, (magic, version) in LLMC_MAGIC.items()
                   if len(header) == LLMC_HEADER_INTS and (header[0], header[1]) == (magic, version)), None)
     if dtype is None:
@@ -149,19 +169,23 @@ def _read_bin(path: Path) -> np.ndarray:
         if listed is None:
             raise ValueError("no llm.c header (magic 20240520 version 1, or 20240801 version 7), and no "
                              "manifest.json beside it that lists it as a nanoGPT .bin")
-        raw_dtype, size = np.dtype(listed[0]).newbyteorder("<"), path.stat().st_size
+        raw_dtype = np.dtype(listed[0]).newbyteorder("<")
         if size % raw_dtype.itemsize:
             raise ValueError(f"{size:,} bytes, no whole number of {listed[0]} ids")
-        if size == 0:  # numpy maps no empty file
-            return np.zeros(0, dtype=raw_dtype)
-        return np.memmap(path, dtype=raw_dtype, mode="r")
+        return _mapped(f, raw_dtype, 0, (size // raw_dtype.itemsize,))
     itemsize, count = np.dtype(dtype).itemsize, int(header[2])
-    held = (path.stat().st_size - 4 * LLMC_HEADER_INTS) / itemsize
+    held = (size - 4 * LLMC_HEADER_INTS) / itemsize
     if count != held:
         raise ValueError(f"its llm.c header says {count:,} tokens, but it holds {held:,g}")
-    if count == 0:  # numpy maps no empty file
-        return np.zeros(0, dtype=np.dtype(dtype).newbyteorder("<"))
-    return np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r", offset=4 * LLMC_HEADER_INTS, shape=(count,))
+    return _mapped(f, np.dtype(dtype).newbyteorder("<"), 4 * LLMC_HEADER_INTS, (count,))
+
+
+def _mapped(f: BinaryIO, dtype, offset: int, shape: tuple, fortran: bool = False) -> np.ndarray:
+    """The array at offset in the open file f, mapped through its descriptor (numpy maps no empty
+    file: an empty array is made instead)."""
+    if not np.prod(shape, dtype=np.int64):
+        return np.zeros(shape, dtype=dtype)
+    return np.memmap(f, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C")
 
 
 def _listed(path: Path, shard_format: str | None = None, required: bool = False) -> tuple[str, int] | None:

@@ -5,6 +5,7 @@ import errno
 import gzip
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -564,6 +565,37 @@ def test_a_shard_that_is_a_fifo_is_refused_without_opening_it(tmp_path, name):
     os.mkfifo(tmp_path / name)
     with pytest.raises(InputError, match="not a regular file"):
         formats.read_shard(tmp_path / name)
+
+
+_opened: list[str] = []
+_counting_opens = False
+
+
+def _count_opens(event, args):  # an audit hook stays for the whole process: it counts only when asked
+    if _counting_opens and event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        _opened.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(_count_opens)
+
+
+@pytest.mark.parametrize("shard_format", ["npy", "llmc", "nanogpt"])
+def test_a_shard_is_opened_by_its_name_once(gpt2, sample_file, tmp_path, shard_format):
+    """Everything read of a shard or index comes through one descriptor: a name looked up twice
+    could be swapped for another file (or a FIFO, which would hang) between the looks."""
+    global _counting_opens
+    run = write_shards(gpt2, [str(sample_file)], tmp_path / "out", eot=EOT, shard_format=shard_format)
+    paths = [tmp_path / "out" / shard["file"] for shard in run.manifest["shards"]]
+    paths += [tmp_path / "out" / shard["index"] for shard in run.manifest["shards"] if "index" in shard]
+    _opened.clear()
+    _counting_opens = True
+    try:
+        for path in paths:
+            (formats.load_npy(path, "document index") if path.suffix == ".idx"
+             else formats.read_shard(path, as_listed=True))
+    finally:
+        _counting_opens = False
+    assert sorted(p for p in _opened if not p.endswith("manifest.json")) == sorted(map(str, paths))
 
 
 def test_a_npy_with_bytes_after_its_array_or_objects_in_it_is_refused(tmp_path):
