@@ -12,9 +12,10 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import OutputError, TokenizerFileError, arg
 
@@ -359,19 +360,21 @@ def file_sha256(path: Path) -> str:
 
 class Unreadable(ValueError):
     """A file that is not what bpecli reads: the message says what it is instead (a link, a FIFO,
-    too large, not JSON...); `line` says where, when it is known."""
+    too large, not JSON...); `line` says where, when it is known; `mode`, the file's type where
+    it is no regular file."""
 
-    def __init__(self, what: str, line: int | None = None):
+    def __init__(self, what: str, line: int | None = None, mode: int | None = None):
         super().__init__(what)
-        self.line = line
+        self.line, self.mode = line, mode
 
 
-def read_regular(path: Path | str, limit: int, *, follow_links: bool = True,
-                 dir_fd: int | None = None) -> tuple[bytes, os.stat_result]:
-    """The bytes of a regular file of at most limit bytes, and what fstat said of it. A FIFO or a device is refused without
-    waiting on it, and so is a link where follow_links is False (a state file bpecli wrote is
-    never one: a link could lead out of its folder). Unreadable says what it is; OSError what the
-    system said."""
+@contextmanager
+def open_regular(path: Path | str, *, follow_links: bool = True, dir_fd: int | None = None) -> Iterator[tuple[BinaryIO, os.stat_result]]:
+    """(the file at path open for reading, what fstat said of it), if it is a regular file.
+    Everything is then read through this one descriptor (a name swapped for another file between
+    two looks is never read); a FIFO or a device is refused without waiting on it, and so is a
+    link where follow_links is False (a state file bpecli wrote is never one: a link could lead
+    out of its folder). Unreadable says what it is instead; OSError what the system said."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
     try:
         fd = os.open(path, flags, dir_fd=dir_fd)
@@ -382,8 +385,16 @@ def read_regular(path: Path | str, limit: int, *, follow_links: bool = True,
     found = os.fstat(fd)
     if not stat.S_ISREG(found.st_mode):  # (before open(): it refuses a folder's descriptor)
         os.close(fd)
-        raise Unreadable(f"is {_KINDS.get(stat.S_IFMT(found.st_mode), 'no regular file')}, not a file bpecli reads")
+        raise Unreadable(f"is {_KINDS.get(stat.S_IFMT(found.st_mode), 'no regular file')}, not a file bpecli reads",
+                         mode=found.st_mode)
     with open(fd, "rb") as file:
+        yield file, found
+
+
+def read_regular(path: Path | str, limit: int, *, follow_links: bool = True,
+                 dir_fd: int | None = None) -> tuple[bytes, os.stat_result]:
+    """The bytes of a regular file of at most limit bytes, and what fstat said of it (see open_regular)."""
+    with open_regular(path, follow_links=follow_links, dir_fd=dir_fd) as (file, found):
         if found.st_size > limit:
             raise Unreadable(f"is {found.st_size:,} bytes, more than the {limit >> 20:,} MiB of the largest such file bpecli reads")
         data = file.read(limit + 1)

@@ -136,17 +136,15 @@ NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.forma
 
 @contextmanager
 def _open_regular(path: Path, what: str) -> Iterator[tuple[BinaryIO, int]]:
-    """(the file at path open for reading, its size), if it is a regular file. Everything is then
-    read through this one descriptor: a name swapped for another file between two looks is never
-    read, and a FIFO (opened without waiting for a writer) is refused rather than waited on forever."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as f:
-        found = os.fstat(fd)
-        if not stat.S_ISREG(found.st_mode):
-            raise InputError(f"{path}: not a regular file; a {what} is mapped from a file" + (
-                " (to decode ids from a stream, pipe them in as text on stdin)"
-                if what == "shard" and stat.S_ISFIFO(found.st_mode) else ""))
-        yield f, found.st_size
+    """(the file at path open for reading, its size): folders.open_regular, its refusal said of a
+    shard or index."""
+    try:
+        with folders.open_regular(path) as (f, found):
+            yield f, found.st_size
+    except folders.Unreadable as e:
+        fifo = e.mode is not None and stat.S_ISFIFO(e.mode)
+        raise InputError(f"{path}: not a regular file; a {what} is mapped from a file"
+                         + (" (to decode ids from a stream, pipe them in as text on stdin)" if what == "shard" and fifo else "")) from None
 
 
 def _reason(error: OSError | ValueError) -> str:
