@@ -19,7 +19,6 @@ import marshal
 import os
 import re
 import sys
-import threading
 import zlib
 from pathlib import Path
 
@@ -35,7 +34,7 @@ _SUFFIX, _TABLES = ".vocab", ".tables"  # a vocabulary; the bulk encoder's table
 # The names of entries, and of one being written by a process (its pid) and thread: only these
 # are ever removed
 _ENTRY = re.compile(r"[0-9a-f]{32}\.(vocab|tables)")
-_PARTIAL = re.compile(r"\.[0-9a-f]{32}\.(\d+)\.\d+\.partial")
+_PARTIAL = re.compile(r"\.[0-9a-f]{32}\.(\d+)\.[0-9a-f]+\.partial")
 
 
 class Recording(folders.Generation):
@@ -176,11 +175,12 @@ def _tables_path(vocab: Vocab) -> Path | None:
 
 
 def _write(path: Path, data: bytes) -> None:
-    """data under path, whole or not at all, through a name of this process and thread's own; the
-    oldest entries of its kind go past MAX_ENTRIES of them. Not flushed to disk: an entry lost or
-    cut short by a crash fails its checksum and is made again."""
+    """data under path, whole or not at all, through a temporary name of its own (the process id,
+    which a process of another PID namespace sharing the folder may also have, and random bits);
+    the oldest entries of its kind go past MAX_ENTRIES of them. Not flushed to disk: an entry lost
+    or cut short by a crash fails its checksum and is made again."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.partial")
+    temporary = path.with_name(f".{path.stem}.{os.getpid()}.{os.urandom(8).hex()}.partial")
     try:
         with folders.open_new(temporary) as f:
             f.write(data)

@@ -201,8 +201,8 @@ def test_what_a_killed_write_left_goes_with_the_next_write(gpt2_folder, cache_di
 
     no_process = (1 << 22) + 1  # past Linux's largest pid
     cache_dir.mkdir()
-    left = cache_dir / f".{'0' * 32}.{no_process}.1.partial"  # as a kill -9 mid-write leaves it
-    writing = cache_dir / f".{'1' * 32}.{os.getpid()}.1.partial"  # a live process's write
+    left = cache_dir / f".{'0' * 32}.{no_process}.{'ab' * 8}.partial"  # as a kill -9 mid-write leaves it
+    writing = cache_dir / f".{'1' * 32}.{os.getpid()}.{'cd' * 8}.partial"  # a live process's write
     others = cache_dir / ".notes.partial"
     for path in (left, writing, others):
         path.write_text("x")
