@@ -33,7 +33,7 @@ def peer_encoder(name: str, tok: Tokenizer, workers: int):
         try:
             import tiktoken
         except ModuleNotFoundError:  # not installed; one that cannot load says why itself
-            raise BpecliError("tiktoken is not installed; pip install tiktoken (or bpecli[bench])") from None
+            raise BpecliError("tiktoken is not installed; pip install tiktoken (bpecli's bench extra has it)") from None
         enc = tiktoken.Encoding("bpecli-peer", pat_str=tok.pattern, mergeable_ranks=tok.ranks, special_tokens=tok.special_tokens)
         if tok.add_prefix_space:  # tiktoken has no such option: its user puts the space in, as bpecli.json says
             return (lambda docs: enc.encode_ordinary_batch([" " + d if d[:1] not in ("", " ") else d for d in docs],
@@ -43,7 +43,7 @@ def peer_encoder(name: str, tok: Tokenizer, workers: int):
         try:
             import tokenizers
         except ModuleNotFoundError:  # not installed; one that cannot load says why itself
-            raise BpecliError("tokenizers is not installed; pip install tokenizers (or bpecli[bench])") from None
+            raise BpecliError("tokenizers is not installed; pip install tokenizers (bpecli's bench extra has it)") from None
         from .formats.hugging_face import write_tokenizer_json
 
         # its threads are rayon's, sized once, from this variable, when it first encodes a batch in

@@ -351,7 +351,7 @@ def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[s
     merges.txt beside it, a Hugging Face tokenizer.json, a .tiktoken ranks file (pattern defaults
     to cl100k there), or the name of an encoding tiktoken knows: "gpt2", "r50k_base",
     "p50k_base", "cl100k_base", "o200k_base", or one of a tiktoken plugin. A name is read through
-    tiktoken (pip install 'bpecli[tiktoken]'), its cache (TIKTOKEN_CACHE_DIR) and its checks;
+    tiktoken (pip install tiktoken: bpecli's tiktoken extra), its cache (TIKTOKEN_CACHE_DIR) and its checks;
     offline, the error says which file to fetch and where to put it. A file or folder of the same
     name as an encoding wins. pattern and special_tokens, when given, replace the tokenizer's own.
 

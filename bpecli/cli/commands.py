@@ -19,7 +19,7 @@ from . import render
 from .ids import write_decoded, write_ids
 from .options import (
     FRACTION_METAVAR, AllowedSpecial, Dtype, Errors, Format, JsonOption, PatternOption, Peer, SchedulerOption, ShardFormat,
-    SpecialIdsOption, TokenizerOption, cpus, folder, fraction, named, whole_option,
+    SpecialIdsOption, TokenizerOption, cpus, folder, fraction, named, normalize_steps, whole_option,
 )
 from .streams import binary_stdout
 
@@ -39,7 +39,7 @@ def train(
     pattern: Annotated[str, typer.Option(help="Pre-tokenizer: gpt2, cl100k, o200k or a regex.")] = "gpt2",
     workers: Annotated[int, whole_option(1, help="Processes that count pre-tokens, then threads that share the merge loop (at most the CPUs this process may use).", show_default="all of them")] = cpus(),
     scheduler: SchedulerOption = None,
-    normalize: Annotated[list[str], typer.Option(help="Normalize text first: nfc, nfd, nfkc, nfkd, lowercase (repeatable or comma-separated; in order). Encode applies it too.")] = [],
+    normalize: Annotated[list[str], typer.Option(parser=normalize_steps, metavar="<str>", help="Normalize text first: nfc, nfd, nfkc, nfkd, lowercase (repeatable or comma-separated; in order). Encode applies it too.")] = [],
     add_prefix_space: Annotated[bool, typer.Option("--add-prefix-space", help="A space before each text that does not start with one, so its first word is counted and encoded as any other (Hugging Face's add_prefix_space, written into tokenizer.json).")] = False,
     bos: Annotated[Optional[str], typer.Option(help="A special token that encode puts before each text (a TemplateProcessing in tokenizer.json; transformers' bos_token).", show_default="none")] = None,
     eos: Annotated[Optional[str], typer.Option(help="A special token that encode puts after each text (as --bos; transformers' eos_token).", show_default="none")] = None,

@@ -107,6 +107,16 @@ def fraction(value: str | float) -> float:
 FRACTION_METAVAR = "<float range> [0<x<1]"
 
 
+def normalize_steps(value: str) -> str:
+    """The parser of --normalize: each of its comma-separated steps must be one (a usage error, exit 2)."""
+    from ..normalize import STEPS
+
+    unknown = [step for step in (part.strip().lower() for part in value.split(",")) if step and step not in STEPS]
+    if unknown:
+        raise typer.BadParameter(f"{unknown[0]!r} is no step: expected {', '.join(STEPS)} (several: nfkc,lowercase)")
+    return value
+
+
 def named(value: str) -> str:
     """The parser of a file, folder or tokenizer name: an empty one is a usage error (exit 2), where
     a path would take it as the current folder."""

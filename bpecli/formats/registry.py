@@ -1,7 +1,7 @@
 """Tokenizers known by name: the encodings of tiktoken's registry (gpt2, r50k_base, p50k_base,
 cl100k_base, o200k_base, and those of any tiktoken plugin), read through tiktoken's own loader, so
 that its cache (TIKTOKEN_CACHE_DIR) and its checks of each file's sha256 serve bpecli too.
-tiktoken is an optional extra (bpecli[tiktoken]), imported only when a name is asked for."""
+tiktoken is an optional extra (`pip install '.[tiktoken]'`), imported only when a name is asked for."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def load_named(name: str, *, pattern: str | None = None, special_tokens: dict[st
     except ImportError:
         if name in TIKTOKEN_NAMES:
             raise TokenizerFileError(f"{name} is an encoding of tiktoken, which is not installed; install it with "
-                                     "pip install 'bpecli[tiktoken]', or give the path of a tokenizer file") from None
+                                     "pip install tiktoken (bpecli's tiktoken extra), or give the path of a tokenizer file") from None
         return None
     try:
         names = registry.list_encoding_names()

@@ -47,7 +47,7 @@ def connect(scheduler: str) -> Any:
     """A client of the scheduler at an address (tcp://host:8786) or named by a scheduler file
     (the JSON `dask scheduler --scheduler-file` writes); one per scheduler, for this process."""
     if Client is None:
-        raise BpecliError(f"{arg('scheduler')} needs Dask: pip install 'bpecli[dask]' (dask[distributed])")
+        raise BpecliError(f"{arg('scheduler')} needs Dask: pip install 'dask[distributed]' (bpecli's dask extra)")
     with _connecting:
         if scheduler not in _clients:
             # (anything at that path is read at once: a FIFO or a folder is named as such, not waited for)

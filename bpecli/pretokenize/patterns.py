@@ -3,6 +3,7 @@ splitting text into documents at special tokens."""
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Iterable
 from functools import cache, partial
@@ -80,6 +81,11 @@ def _safe_cut(document, at: int, end: int, newline, safe) -> int:
     return at + 1 if at >= 0 else -1
 
 
+# tiktoken's encodings by name -> the preset of their pattern (names a --pattern may be mistaken for)
+ENCODING_PATTERNS = {"gpt2": "gpt2", "r50k_base": "gpt2", "p50k_base": "gpt2", "p50k_edit": "gpt2",
+                     "cl100k_base": "cl100k", "o200k_base": "o200k"}
+
+
 def is_preset(pattern: str) -> bool:
     """Whether pattern is one of tiktoken's (gpt2, cl100k, o200k): vectorised, and known to keep
     every character."""
@@ -95,6 +101,10 @@ def resolve_pattern(name_or_regex: str, *, source: str = arg("pattern")) -> str:
     pattern = PATTERNS.get(name_or_regex, name_or_regex)
     if is_preset(pattern):
         return pattern
+    if re.fullmatch(r"\w+", pattern, re.ASCII):  # a name, not a regex that splits text ("cl100k_base", "gpt-4")
+        close = [ENCODING_PATTERNS[pattern]] if pattern in ENCODING_PATTERNS else difflib.get_close_matches(pattern.lower(), PATTERNS, 1)
+        raise BpecliError(f"{pattern[:60]!r}{_given_as(source)} names no preset pattern ({', '.join(PATTERNS)})"
+                          + (f": did you mean {close[0]}?" if close else "; as a regex it would leave text out of every piece"))
     try:
         compiled = regex.compile(pattern)
     except (regex.error, TypeError, ValueError, OverflowError, RecursionError) as e:  # deep nesting: RecursionError

@@ -77,6 +77,7 @@ def one_line_error(result) -> str:
         (b"text", ["--pattern", "(unclosed"], "invalid regex '(unclosed' (--pattern)"),
         (b"text", ["--pattern", r"\w+"], "(--pattern) leaves ',' (character 5) out of every piece"),
         (b"a b", ["--pattern", "a*"], "(--pattern) leaves"),
+        (b"text", ["--pattern", "cl100k_base"], "'cl100k_base' (--pattern) names no preset pattern (gpt2, cl100k, o200k): did you mean cl100k?"),
         (b"text", ["--special", ""], "a special token must be non-empty text"),
     ],
 )
@@ -90,6 +91,13 @@ def test_train_bad_input_is_one_line_and_leaves_nothing(tmp_path, content, args,
     assert message in one_line_error(result)
     assert not out.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == (["t.txt"] if content is not None else [])
+
+
+def test_an_unknown_normalization_is_a_usage_error(tmp_path):
+    corpus = tmp_path / "t.txt"
+    corpus.write_text("text")
+    result = run("train", corpus, "--vocab-size", 300, "--out", tmp_path / "out", "-q", "--normalize", "nfkc,nfx")
+    assert result.exit_code == 2 and "'nfx' is no step: expected nfc, nfd, nfkc, nfkd, lowercase" in result.output
 
 
 def test_train_errors_replace_carries_on(tmp_path):
