@@ -170,7 +170,7 @@ def encode(
 
 def decode(
     tokenizer: TokenizerOption,
-    input: Annotated[str, typer.Argument(parser=named, help="Whitespace-separated ids, or a shard (.npy or llm.c .bin); - reads stdin.", metavar="[INPUT]")] = "-",
+    input: Annotated[str, typer.Argument(parser=named, help="Whitespace-separated ids, or a shard (.npy, llm.c .bin, or nanoGPT .bin with its manifest.json); - reads stdin.", metavar="[INPUT]")] = "-",
     errors: Annotated[Errors, typer.Option(help="Ids that make invalid UTF-8: U+FFFD (replace) or an error (strict).")] = Errors.replace,
     pattern: PatternOption = None,
     special_ids: SpecialIdsOption = None,

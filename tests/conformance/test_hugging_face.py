@@ -25,6 +25,15 @@ def test_hugging_face_reads_vocab_and_merges(trained, fixtures):
     assert theirs.encode(text).ids == tok.encode_ordinary(text)
 
 
+def test_transformers_gpt2_tokenizer_reads_vocab_and_merges(trained, fixtures):
+    """The README's call: transformers 5 takes the files as vocab= and merges= (vocab_file= it passes by)."""
+    transformers = pytest.importorskip("transformers")
+    tok, out = trained
+    theirs = transformers.GPT2TokenizerFast(vocab=str(out / "vocab.json"), merges=str(out / "merges.txt"))
+    text = (fixtures / "corpus.en").read_text(encoding="utf-8")[:20_000]
+    assert theirs.encode(text) == tok.encode_ordinary(text)
+
+
 def test_hugging_face_own_byte_level_save_loads_with_its_ids(gpt2_vocab, fixtures, tmp_path):
     tokenizers = pytest.importorskip("tokenizers")
     theirs = tokenizers.ByteLevelBPETokenizer(str(gpt2_vocab), str(fixtures / "gpt2_merges.txt"))
