@@ -11,6 +11,7 @@ from pathlib import Path
 from . import formats
 from .encoding.decoder import Decoder, DecodeStream
 from .encoding.text import Allowed, Disallowed, TextEncoder
+from .pretokenize import resolve_pattern
 from .vocab import Template, Vocab
 
 # numpy and the thread pool are imported where first used: a one-line encode never needs them.
@@ -21,23 +22,24 @@ class Tokenizer:
     encode_batch, decode_bytes, n_vocab...) and their behaviour, so code written for tiktoken runs
     on it. Get one from load (files, or an encoding's name) or train; or make one from ranks
     (each ordinary token's bytes -> its id, a lower id an earlier merge), special_tokens (text ->
-    id), the pre-tokenizer pattern (a regex, or PATTERNS["gpt2"]...) and normalize (steps applied
-    to text first: "nfc", "nfkc", "lowercase"...).
+    id), the pre-tokenizer pattern (a preset's name, "gpt2" by default, "cl100k" or "o200k", or a
+    regex) and normalize (steps applied to text first: "nfc", "nfkc", "lowercase"...).
 
     Example: Tokenizer.load("gpt2_vocab.json").encode("hello world") -> [31373, 995]
     """
 
     def __init__(self, ranks: dict[bytes, int] | None = None, special_tokens: dict[str, int] | None = None,
-                 pattern: str = "", *, normalize: Sequence[str] = (),
+                 pattern: str | None = None, *, normalize: Sequence[str] = (),
                  trained_merges: tuple[tuple[bytes, bytes], ...] = (), add_prefix_space: bool = False,
                  template: Template | None = None, vocab: Vocab | None = None):
         if vocab is None:
             if ranks is None:
                 raise TypeError("Tokenizer() needs ranks (or a vocab)")
             specials = special_tokens if special_tokens is not None else {}
-            vocab = Vocab(ranks, specials, pattern, normalize=tuple(normalize), trained_merges=trained_merges,
-                          add_prefix_space=add_prefix_space, template=template)
-        elif (ranks is not None or special_tokens is not None or pattern or normalize or trained_merges
+            vocab = Vocab(ranks, specials, resolve_pattern("gpt2" if pattern is None else pattern, source="pattern"),
+                          normalize=tuple(normalize), trained_merges=trained_merges, add_prefix_space=add_prefix_space,
+                          template=template)
+        elif (ranks is not None or special_tokens is not None or pattern is not None or normalize or trained_merges
               or add_prefix_space or template):
             raise TypeError("Tokenizer() takes a vocab, or ranks and the rest, not both")
         self.vocab = vocab

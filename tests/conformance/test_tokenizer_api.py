@@ -35,3 +35,13 @@ def test_encode_single_token_of_no_token_is_a_key_error_as_in_tiktoken(gpt2, tik
         tiktoken_gpt2.encode_single_token(token)
     with pytest.raises(KeyError):
         gpt2.encode_single_token(token)
+
+
+def test_a_tokenizer_made_from_ranks_splits_as_gpt2_unless_told_and_its_pattern_is_checked_at_once(gpt2, tiktoken_gpt2):
+    text = "Hello world, it's 2026!\n\n  indented"
+    assert bpecli.Tokenizer(gpt2.ranks).encode(text) == tiktoken_gpt2.encode(text)
+    assert bpecli.Tokenizer(gpt2.ranks, pattern="cl100k").pattern == bpecli.PATTERNS["cl100k"]
+    with pytest.raises(bpecli.BpecliError, match="did you mean cl100k"):
+        bpecli.Tokenizer(gpt2.ranks, pattern="cl100k_base")
+    with pytest.raises(bpecli.BpecliError, match=r"leaves ' ' \(character 6\) out of every piece"):
+        bpecli.Tokenizer(gpt2.ranks, pattern=r"\w+|[^\w\s]")
