@@ -75,8 +75,9 @@ class PlainProgress:
         self.said = self.clock()
         seconds = max(self.said - self.started, 1e-9)
         if self.unit == "B":
-            scale, name = (1e6, "MB") if self.total >= 1e6 else (1e3, "kB")
+            scale, name = _byte_unit(self.total)
             amount = f"{self.done / scale:,.1f} of {self.total / scale:,.1f} {name}"
+            scale, name = _byte_unit(self.done / seconds)
             rate = f"{self.done / scale / seconds:,.1f} {name}/s"
         else:
             amount, rate = f"{self.done:,} of {self.total:,} {self.unit}s", f"{self.done / seconds:,.0f} {self.unit}s/s"
@@ -85,6 +86,11 @@ class PlainProgress:
             print(f"bpecli {self.description}: {amount}{share}, {seconds:.0f} s, {self.extra or rate}", file=sys.stderr, flush=True)
         except (OSError, ValueError):  # stderr closed: progress is not worth failing for
             pass
+
+
+def _byte_unit(amount: float) -> tuple[float, str]:
+    """The unit an amount of bytes is shown in: MB, or kB under a MB."""
+    return (1e6, "MB") if amount >= 1e6 else (1e3, "kB")
 
 
 def ids_line(tok, ids: list[int], format: Format, name: str, line: int | None, key: str = "line") -> str:
