@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import InputError, arg
-from .sources import (MAX_DOCUMENT_BYTES, ReadOnce, RemoteBytes, input_kind, input_stat, is_stream, is_uri, lines_in,
-                      not_empty, open_input, open_mmap)
+from .sources import (MAX_DOCUMENT_BYTES, ReadOnce, RemoteBytes, file_version, input_kind, input_stat, is_stream, is_uri,
+                      lines_in, map_local, not_empty, open_input)
 
 # pyarrow is imported where it is used: only Parquet and compressed inputs need it.
 
@@ -37,6 +37,7 @@ class Part:
     data: bytes | None = None
     first_line: int = 1
     weight: int = 0  # the bytes of the input file it accounts for, for progress (compressed ones, for a stream)
+    version: tuple | None = None  # a local file's state when it was cut into parts (see sources.open_local)
 
 
 def reads_whole(name: str) -> bool:
@@ -74,7 +75,7 @@ def document_parts(
         if compression or path == "-" or is_stream(path):  # read once, front to back, a block at a time
             yield from _stream_parts(path, label, kind, compression, cuts, part_bytes)
             continue
-        data = RemoteBytes(path, label) if is_uri(path) else open_mmap(path, label)
+        data, version = (RemoteBytes(path, label), None) if is_uri(path) else map_local(path, label)
         n_parts = -(-len(data) // part_bytes)
         if cuts.safe is not None:
             bounds = cuts.boundaries(data, n_parts)
@@ -83,7 +84,7 @@ def document_parts(
         for a, b in zip(bounds, bounds[1:]):
             if b - a > MAX_DOCUMENT_BYTES:  # a part this long may hold a document past the budget
                 _check_lengths(data, a, b, cuts, label)
-        yield from (Part(path, label, kind, a, b, weight=b - a) for a, b in zip(bounds, bounds[1:]) if b > a)
+        yield from (Part(path, label, kind, a, b, weight=b - a, version=version) for a, b in zip(bounds, bounds[1:]) if b > a)
 
 
 def part_boundaries(data: mmap.mmap | bytes | RemoteBytes, n_parts: int, split_tokens: list[bytes]) -> list[int]:
@@ -210,9 +211,12 @@ def _check_lengths(data, a: int, b: int, cuts: _Cuts, label: str) -> None:
 def _parquet_parts(path: str, label: str, column: str) -> Iterator[Part]:
     from pyarrow import ArrowException, parquet
 
+    version = None
     try:
         with open_input(path, label) as source:
             metadata = parquet.ParquetFile(source).metadata
+            if not is_uri(path):
+                version = file_version(os.fstat(source.fileno()))
     except (OSError, ArrowException) as e:
         raise InputError(f"{label}: not a readable Parquet file ({e})") from None
     top = parquet_text_column(metadata.schema.to_arrow_schema(), column, label)[0]
@@ -224,7 +228,7 @@ def _parquet_parts(path: str, label: str, column: str) -> Iterator[Part]:
         if held > MAX_ROW_GROUP_BYTES:
             raise row_group_too_large(label, group, held)
         weight = size * (group + 1) // groups - size * group // groups
-        yield Part(path, label, "parquet", start=group, first_line=row + 1, weight=weight)
+        yield Part(path, label, "parquet", start=group, first_line=row + 1, weight=weight, version=version)
         row += columns.num_rows
 
 

@@ -111,6 +111,38 @@ def test_a_part_read_after_its_file_shrank_is_an_error(tmp_path):
         sources.read_range(str(path), "t.txt", 10, 20)
 
 
+@pytest.mark.parametrize("kind", ["text", "parquet"])
+def test_a_part_of_a_file_replaced_or_written_to_after_it_was_cut_is_an_error_never_other_documents(tmp_path, kind):
+    """Parts are read by their offsets in the file they were cut from: another file of the same
+    size moved into its place, or the same file written over, would be other documents."""
+    path = tmp_path / f"corpus.{'parquet' if kind == 'parquet' else 'txt'}"
+
+    def write(letter):
+        if kind == "parquet":
+            import pyarrow as pa
+            from pyarrow import parquet
+
+            parquet.write_table(pa.table({"text": [letter * 40] * 50}), path, row_group_size=10)
+        else:
+            path.write_text((letter * 40 + "<|endoftext|>") * 50_000)
+
+    write("a")
+    parts = list(input_parts.document_parts([(str(path), "corpus")], separators=["<|endoftext|>"]))
+    assert len(parts) > 1
+    read = lambda part: documents.read_documents(part, splitters=documents.Splitters.of(["<|endoftext|>"]))  # noqa: E731
+    assert read(parts[1])[0][0] == "a" * 40
+    replacement = tmp_path / "other"
+    path.rename(replacement)
+    write("b")  # the same size, another time of change
+    os.utime(path, ns=(0, os.stat(replacement).st_mtime_ns + 10**9))
+    with pytest.raises(InputError, match="corpus changed while bpecli read it"):
+        read(parts[1])
+    os.unlink(path)
+    os.mkfifo(path)  # no writer: reading it would wait forever
+    with pytest.raises(InputError, match="corpus changed while bpecli read it"):
+        read(parts[1])
+
+
 SPECIALS = ["<|endoftext|>", "<|a|>", "<|a|>b"]  # one the start of another: the longer cuts first
 
 
