@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 import unicodedata
 from array import array
@@ -203,12 +204,18 @@ class Template:
         return {"single": list(self.single), **({"pair": list(self.pair)} if self.pair is not None else {})}
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def check_special_tokens(special_tokens: dict[str, int]) -> None:
     """Special tokens are non-empty text with ids from 0 on: an empty one would match between
     every two characters of every text."""
     for token, rank in special_tokens.items():
         if not isinstance(token, str) or not token:
             raise BpecliError(f"a special token must be non-empty text, not {token!r}")
+        if not token.isascii() and (surrogate := _SURROGATE.search(token)):  # no UTF-8 for it: no bytes to match
+            raise BpecliError(f"special token {token[:40]!r} is not text: {surrogate.group()!r} (character "
+                              f"{surrogate.start()}) is a lone surrogate, or on a command line a byte that is not UTF-8")
         if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
             raise BpecliError(f"special token {token!r}: its id {rank!r} is not a whole number from 0 on")
 

@@ -79,6 +79,7 @@ def one_line_error(result) -> str:
         (b"a b", ["--pattern", "a*"], "(--pattern) leaves"),
         (b"text", ["--pattern", "cl100k_base"], "'cl100k_base' (--pattern) names no preset pattern (gpt2, cl100k, o200k): did you mean cl100k?"),
         (b"text", ["--special", ""], "a special token must be non-empty text"),
+        (b"text", ["--special", "\udcff"], "special token '\\udcff' is not text"),  # argv's byte 0xff, as Python reads it
     ],
 )
 def test_train_bad_input_is_one_line_and_leaves_nothing(tmp_path, content, args, message):

@@ -301,6 +301,7 @@ def test_a_ranks_file_is_bounded_in_size(trained, tmp_path):
     ({"special_tokens": ["<|endoftext|>"]}, "'special_tokens' should map each special token to its id"),
     ({"special_tokens": {"<|endoftext|>": True}}, "'special_tokens' should map each special token to its id"),
     ({"special_tokens": {"": 699}}, "bpecli.json: a special token must be non-empty text"),
+    ({"special_tokens": {"\ud800": 699}}, r"bpecli.json: special token '\\ud800' is not text: '\\ud800' .character 0. is a lone surrogate"),
     ({"vocab_size": 800}, "says 800 tokens, but tokenizer.tiktoken and its special tokens have 700"),
     ({"files": {"tokenizer.tiktoken": "yes"}}, "its record of tokenizer.tiktoken .in 'files'. is missing or damaged"),
     ({"files": {"tokenizer.tiktoken": {"bytes": 1, "crc32": "0"}}}, "tokenizer.tiktoken is not the file written with it"),
