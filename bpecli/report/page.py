@@ -10,6 +10,7 @@ import time
 from html import escape
 from pathlib import Path
 
+from .. import folders
 from ..errors import OutputError, arg
 from ..tokenizer import Tokenizer
 from ..vocab import token_parts
@@ -25,14 +26,18 @@ def write_report(path: str | Path, html: str) -> Path:
     path = Path(path)
     if path.is_dir():
         raise OutputError(f"{arg('report')} {path} is a folder; name a file, e.g. {path / 'report.html'}")
-    if path.exists():
+    if os.path.lexists(path):  # looked at without following a link or waiting on a FIFO
         try:
-            with open(path, "rb") as f:
+            with folders.open_regular(path, follow_links=False) as (f, _):
                 ours = f.read(len(SIGNATURE)).decode("utf-8", "replace") == SIGNATURE
-        except OSError:
-            ours = False
+            why = "is not a bpecli report"
+        except folders.Unreadable as e:  # "is a FIFO, ...", "a link, ..."
+            ours, why = False, str(e) if str(e).startswith("is ") else f"is {e}"
+        except OSError as e:
+            ours, why = False, f"cannot be read ({e.strerror or e})"
         if not ours:
-            raise OutputError(f"{arg('report')} {path} exists and is not a bpecli report; remove it or name another file")
+            raise OutputError(f"{arg('report')} {path} exists and {why}; bpecli replaces only a report it wrote: "
+                              "remove it or name another file")
     temporary = None
     try:
         # a new name of its own beside the report: never a file or link that was there

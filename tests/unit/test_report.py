@@ -318,6 +318,22 @@ def test_a_report_never_writes_through_a_file_or_link_beside_it(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [".report.html.partial", "report.html", "report.html.partial", "victim.txt"]
 
 
+def test_a_report_never_replaces_a_link_nor_waits_on_a_fifo_at_its_name(tmp_path):
+    """A link (even to a report, or to nowhere) is the user's: never replaced, nor written through;
+    a FIFO there is refused at once (reading it would wait for a writer)."""
+    old = tmp_path / "old.html"
+    old.write_text(SIGNATURE + "old")
+    for name, target in (("to-report.html", old), ("dangling.html", tmp_path / "none.html")):
+        (tmp_path / name).symlink_to(target)
+        with pytest.raises(OutputError, match="exists and is a link"):
+            write_report(tmp_path / name, SIGNATURE + "new")
+        assert (tmp_path / name).is_symlink()
+    assert old.read_text() == SIGNATURE + "old"
+    os.mkfifo(tmp_path / "fifo.html")
+    with pytest.raises(OutputError, match="exists and is a FIFO"):
+        write_report(tmp_path / "fifo.html", SIGNATURE + "new")
+
+
 def test_a_special_token_far_past_the_other_ids_is_counted_in_its_place(gpt2, tmp_path):
     from bpecli import Tokenizer
 
