@@ -122,11 +122,26 @@ def _check_own_files(out_dir: Path, force: bool) -> None:
     except OSError as e:
         raise OutputError(f"cannot read {out_dir} ({e.strerror or e})") from None
     foreign = sorted(name for name in present if not _own(name) and not name.endswith(folders.TEMPORARY))
+    # a name of bpecli's that is no file (a folder, a link: bpecli writes neither) is someone else's
+    foreign += sorted(f"{name} ({_kind(out_dir / name)})" for name in present if _own(name) and _kind(out_dir / name))
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise OutputError(f"{out_dir} holds files bpecli did not write ({shown}); choose a new or empty folder for {arg('out_dir')}")
     if set(present) - {folders.LEGACY_LOCK} and not force:
         raise OutputError(f"{out_dir} holds a tokenizer already; use {arg('force', True)} to replace its files")
+
+
+def _kind(path: Path) -> str:
+    """What stands at path if it is not a file of its own: "a folder", "a link"...; "" for a file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return ""
+    except OSError as e:
+        return f"unreadable: {e.strerror or e}"
+    if stat.S_ISREG(mode):
+        return ""
+    return "a link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a file"
 
 
 def _replace_folder(vocab: Vocab, out_dir: Path) -> Path:

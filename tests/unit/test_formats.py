@@ -56,6 +56,36 @@ def test_save_refuses_to_overwrite_without_force(trained, tmp_path):
     assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
 
 
+def test_force_leaves_a_folder_or_link_with_a_name_of_bpecli_alone(trained, tmp_path):
+    """bpecli writes files only: a folder or a link at one of its names is the user's, kept whole."""
+    tok, _ = trained
+    tok.save(tmp_path / "out")
+    (tmp_path / "out" / "vocab.json").unlink()
+    (tmp_path / "out" / "vocab.json").mkdir()
+    (tmp_path / "out" / "vocab.json" / "theirs.txt").write_text("mine")
+    for inside in (False, True):  # replaced beside it, or file by file (the folder a shell is in)
+        with pytest.raises(BpecliError, match=r"holds files bpecli did not write \(vocab.json \(a folder\)\)"):
+            _save_inside(tok, tmp_path / "out") if inside else tok.save(tmp_path / "out", force=True)
+        assert (tmp_path / "out" / "vocab.json" / "theirs.txt").read_text() == "mine"
+    (tmp_path / "out" / "vocab.json" / "theirs.txt").unlink()
+    (tmp_path / "out" / "vocab.json").rmdir()
+    (tmp_path / "target").write_text("theirs")
+    (tmp_path / "out" / "vocab.json").symlink_to(tmp_path / "target")
+    with pytest.raises(BpecliError, match=r"vocab.json \(a link\)"):
+        tok.save(tmp_path / "out", force=True)
+    assert (tmp_path / "out" / "vocab.json").is_symlink() and (tmp_path / "target").read_text() == "theirs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "target"]  # no generation left beside it
+
+
+def _save_inside(tok, folder):
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        tok.save(".", force=True)
+    finally:
+        os.chdir(cwd)
+
+
 @pytest.mark.parametrize(
     "name, content, message",
     [
