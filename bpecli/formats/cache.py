@@ -76,9 +76,9 @@ def lookup(generation: Recording, name: str, pattern: str | None, special_tokens
         return None
     try:
         generation.read(name)  # its digest is the key's
-        data, _ = folders.read_regular(where / (_key(generation, name, pattern, special_tokens) + _SUFFIX),
-                                       folders.MAX_FILE_BYTES)  # (a FIFO put there is refused, not waited on)
-        if hashlib.sha256(data[32:]).digest() != data[:32]:
+        data, found = folders.read_regular(where / (_key(generation, name, pattern, special_tokens) + _SUFFIX),
+                                           folders.MAX_FILE_BYTES)  # (a FIFO put there is refused, not waited on)
+        if hashlib.sha256(data[32:]).digest() != data[:32] or not _mine(found):
             return None
         layout, digests, looked, fields = marshal.loads(data[32:])
         if layout != LAYOUT or any(generation.has(other) != found for other, found in looked.items()):
@@ -91,6 +91,12 @@ def lookup(generation: Recording, name: str, pattern: str | None, special_tokens
         return _vocab(fields)
     except Exception:  # no entry, or one damaged or of another layout: the files are read instead
         return None
+
+
+def _mine(found: os.stat_result) -> bool:
+    """Whether a cache entry is this user's: a folder shared with others (BPECLI_CACHE_DIR) may
+    hold entries they made, which this user's runs never trust."""
+    return found.st_uid == getattr(os, "getuid", lambda: found.st_uid)()
 
 
 def store(generation: Recording, name: str, pattern: str | None, special_tokens: dict[str, int] | None,
@@ -112,8 +118,8 @@ def load_tables(vocab: Vocab) -> dict | None:
     if path is None:
         return None
     try:
-        data, _ = folders.read_regular(path, folders.MAX_FILE_BYTES)
-        return _arrays_of(data)
+        data, found = folders.read_regular(path, folders.MAX_FILE_BYTES)
+        return _arrays_of(data) if _mine(found) else None
     except Exception:  # none kept, or damaged: the tables are built instead
         return None
 

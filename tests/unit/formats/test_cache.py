@@ -2,6 +2,7 @@
 what reading them gives, whatever changed in between."""
 
 import dataclasses
+import os
 import shutil
 
 import pytest
@@ -46,6 +47,19 @@ def test_a_second_load_comes_from_the_cache_and_is_the_same(gpt2_folder, cache_d
     assert fields_of(again) == fields_of(first)
     assert (again.fingerprint, again.files, again.file_digests) == (first.fingerprint, first.files, first.file_digests)
     assert bpecli.Tokenizer(vocab=again).encode("hello world") == [31373, 995]
+
+
+def test_an_entry_another_user_made_is_never_used(gpt2_folder, cache_dir, monkeypatch):
+    """A cache folder shared with others (BPECLI_CACHE_DIR) may hold entries they planted."""
+    first = load(gpt2_folder / "gpt2_vocab.json")
+    bpecli.Tokenizer(vocab=first).prepare_bulk()
+    real_uid = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: real_uid + 1)  # the entries are now another user's
+    parsed = []
+    real_load = folder._load_file
+    monkeypatch.setattr(folder, "_load_file", lambda *args: parsed.append(args) or real_load(*args))
+    assert cache.load_tables(first) is None
+    assert fields_of(load(gpt2_folder / "gpt2_vocab.json")) == fields_of(first) and parsed  # read from the files
 
 
 def test_the_arguments_of_a_load_are_part_of_its_entry(gpt2_folder, cache_dir):
