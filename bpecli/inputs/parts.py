@@ -233,11 +233,11 @@ def _parquet_parts(path: str, label: str, column: str) -> Iterator[Part]:
 
 
 def parquet_text_column(schema, column: str, label: str):
-    """The path to the text column: a top-level name, or "outer.inner" for a field of a struct.
+    """The path to the text column: a top-level name (a dot in it too), or "outer.inner" for a field of a struct.
     Anything but text (dictionary-encoded text is text) is an error saying what it holds."""
     import pyarrow as pa
 
-    names = column.split(".")
+    names = [column] if column in schema.names else column.split(".")  # a name of its own first: "meta.text"
     if names[0] not in schema.names:
         raise InputError(f"{label}: no column {column!r} (it has {', '.join(schema.names)}); name one with {arg('text_column')}")
     kind = schema.field(names[0]).type

@@ -391,7 +391,7 @@ def test_many_tiny_shards_do_not_rewrite_the_journal_each_time(gpt2, tmp_path, m
     assert writes.count(".bpecli-progress.json") == 5 and writes[-1] == "manifest.json"
 
 
-@pytest.mark.parametrize("kind", ["dictionary", "struct", "large_string"])
+@pytest.mark.parametrize("kind", ["dictionary", "struct", "large_string", "a dot in its name"])
 def test_parquet_text_in_other_arrow_types_reads_the_same(gpt2, tmp_path, kind):
     pa = pytest.importorskip("pyarrow")
     from pyarrow import parquet
@@ -399,12 +399,12 @@ def test_parquet_text_in_other_arrow_types_reads_the_same(gpt2, tmp_path, kind):
     docs = ["hello world", "second document", "hello world"]
     parquet.write_table(pa.table({"text": docs}), tmp_path / "plain.parquet")
     column = {"dictionary": pa.array(docs).dictionary_encode(), "large_string": pa.array(docs, pa.large_string()),
-              "struct": pa.StructArray.from_arrays([pa.array(docs)], names=["body"])}[kind]
-    name = "meta" if kind == "struct" else "text"
+              "struct": pa.StructArray.from_arrays([pa.array(docs)], names=["body"]), "a dot in its name": pa.array(docs)}[kind]
+    name = {"struct": "meta", "a dot in its name": "meta.body"}.get(kind, "text")
     parquet.write_table(pa.table({name: column}), tmp_path / "other.parquet")
     want = write_shards(gpt2, [str(tmp_path / "plain.parquet")], tmp_path / "a", eot=EOT).manifest
     got = write_shards(gpt2, [str(tmp_path / "other.parquet")], tmp_path / "b", eot=EOT,
-                       text_column="meta.body" if kind == "struct" else "text").manifest
+                       text_column="meta.body" if kind in ("struct", "a dot in its name") else "text").manifest
     assert [s["sha256"] for s in got["shards"]] == [s["sha256"] for s in want["shards"]]
 
 
