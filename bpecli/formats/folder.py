@@ -252,8 +252,10 @@ def load(path: str | Path, *, pattern: str | None = None, special_tokens: dict[s
             name = next((name for name in ("bpecli.json", "tokenizer.json", "vocab.json", "tokenizer.tiktoken")
                          if generation.has(name)), None)
             if name is None:
+                others = sorted(p.name for p in path.glob("*.tiktoken"))[:1]  # another name: given by its path
                 raise TokenizerFileError(
-                    f"{path}: no tokenizer here (expected bpecli.json, tokenizer.json, vocab.json or a .tiktoken file)"
+                    f"{path}: no tokenizer here (expected bpecli.json, tokenizer.json, vocab.json or tokenizer.tiktoken)"
+                    + (f"; name the ranks file itself ({path / others[0]})" if others else "")
                 )
         vocab = cache.lookup(generation, name, pattern, special_tokens)
         if vocab is None:

@@ -376,6 +376,9 @@ def _special(tmp_path, kind):
         return tmp_path / "a"
     if kind == "folder of nothing":
         return tmp_path
+    if kind == "ranks of another name":
+        (tmp_path / "mine.tiktoken").write_text("YQ== 0\n")
+        return tmp_path
     if kind == "bpecli.json a folder":
         (tmp_path / "bpecli.json").mkdir()
         return tmp_path
@@ -392,7 +395,8 @@ def _special(tmp_path, kind):
     ("/dev/zero", "/dev/zero: is a device, not a file bpecli reads"),
     ("fifo", "tokenizer.json: is a FIFO, not a file bpecli reads"),
     ("loop", "a: cannot read .a loop of symbolic links."),
-    ("folder of nothing", "no tokenizer here"),
+    ("folder of nothing", r"no tokenizer here \(expected bpecli.json, tokenizer.json, vocab.json or tokenizer.tiktoken\)$"),
+    ("ranks of another name", r"or tokenizer.tiktoken\); name the ranks file itself \(\S+/mine.tiktoken\)$"),
     ("bpecli.json a folder", "bpecli.json: is a folder, not a file bpecli reads"),
     ("huge", r"tokenizer.json: is 268,435,457 bytes, more than the 256 MiB of the largest such file bpecli reads"),
 ])
