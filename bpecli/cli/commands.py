@@ -19,7 +19,7 @@ from . import render
 from .ids import write_decoded, write_ids
 from .options import (
     FRACTION_METAVAR, AllowedSpecial, Dtype, Errors, Format, JsonOption, PatternOption, Peer, SchedulerOption, ShardFormat,
-    SpecialIdsOption, TokenizerOption, cpus, folder, fraction, named, normalize_steps, whole_option,
+    SpecialIdsOption, TokenizerOption, command_line_text, cpus, folder, fraction, named, normalize_steps, whole_option,
 )
 from .streams import binary_stdout
 
@@ -202,7 +202,7 @@ def decode(
 
 def inspect(
     target: Annotated[str, typer.Argument(parser=named, help="A tokenizer (any format encode takes) or a shard folder.", metavar="TARGET")],
-    text: Annotated[Optional[str], typer.Option(help="Show how this text splits; - reads stdin.")] = None,
+    text: Annotated[Optional[str], typer.Option(parser=command_line_text, metavar="<str>", help="Show how this text splits; - reads stdin.")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Shard folder: re-hash every shard against the manifest.")] = False,
     compare: Annotated[Optional[list[str]], typer.Option(parser=named, help="Another tokenizer to set beside this one (repeatable); on --corpus too.")] = None,
     corpus: Annotated[Optional[list[str]], typer.Option(parser=named, help="Text, .jsonl or .parquet to measure bytes per token on (repeatable; large ones are sampled).")] = None,

@@ -117,6 +117,15 @@ def normalize_steps(value: str) -> str:
     return value
 
 
+def command_line_text(value: str) -> str:
+    """The parser of a text given on the command line: bytes that are not UTF-8 (which Python
+    reads as lone surrogates) are a usage error, as they are an error in a file or on stdin."""
+    bad = next((at for at, character in enumerate(value) if "\udc80" <= character <= "\udcff"), None)
+    if bad is not None:
+        raise typer.BadParameter(f"byte 0x{ord(value[bad]) - 0xDC00:02x} (character {bad}) is not UTF-8")
+    return value
+
+
 def named(value: str) -> str:
     """The parser of a file, folder or tokenizer name: an empty one is a usage error (exit 2), where
     a path would take it as the current folder."""

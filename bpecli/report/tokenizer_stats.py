@@ -11,7 +11,7 @@ import regex
 
 from ..inputs.documents import Splitters, read_documents
 from ..inputs.parts import Part, document_parts
-from ..inputs.sources import input_kind, input_stat
+from ..inputs.sources import input_kind, input_stat, label_of
 from ..inputs.utf8 import ERRORS_HINT
 from ..errors import InputError, arg
 from ..pretokenize import PATTERNS, SAFE_CUT, document_separators
@@ -39,7 +39,7 @@ class CorpusSample:
 
     input: str
     documents: list[bytes]
-    input_bytes: int  # the input's size (on disk, for a compressed one)
+    input_bytes: int | None  # the input's size (on disk, for a compressed one; None for stdin)
 
     @property
     def sample_bytes(self) -> int:
@@ -129,9 +129,9 @@ def read_sample(path: str, separators: list[str], budget: int = SAMPLE_BYTES) ->
     """The documents of a corpus input (text, JSONL, Parquet, compressed or not), split at the
     separators; of an input larger than budget, SAMPLE_PARTS evenly spaced parts that hold about
     that much."""
-    size, _ = input_stat(path, path)
-    part_bytes = max(1 << 12, budget // SAMPLE_PARTS) if size > budget else None
-    parts: Iterable[Part] = document_parts([(path, path)], separators=[], safe_cut=SAFE_CUT, part_bytes=part_bytes)
+    size = input_stat(path, path)[0] if path != "-" else None  # stdin: its first budget of bytes
+    part_bytes = max(1 << 12, budget // SAMPLE_PARTS) if size is not None and size > budget else None
+    parts: Iterable[Part] = document_parts([(path, label_of(path))], separators=[], safe_cut=SAFE_CUT, part_bytes=part_bytes)
     splitters = Splitters.of(separators)
     if part_bytes is not None and not _is_stream(path):
         every = list(parts)

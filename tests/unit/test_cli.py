@@ -94,6 +94,21 @@ def test_train_bad_input_is_one_line_and_leaves_nothing(tmp_path, content, args,
     assert sorted(p.name for p in tmp_path.iterdir()) == (["t.txt"] if content is not None else [])
 
 
+def test_a_text_on_the_command_line_that_is_not_utf8_is_a_usage_error(gpt2_vocab):
+    result = run("inspect", gpt2_vocab, "--text", "a\udcffb")  # argv's bytes a, 0xff, b as Python reads them
+    assert result.exit_code == 2 and "byte 0xff (character 1) is not UTF-8" in result.output
+
+
+def test_inspect_measures_a_corpus_on_stdin(gpt2_vocab, tmp_path):
+    (tmp_path / "c.txt").write_text("hello world, how are you? " * 200)
+    from_file = json.loads(run("inspect", gpt2_vocab, "--corpus", tmp_path / "c.txt", "--json").output)["corpus"][0]
+    result = run("inspect", gpt2_vocab, "--corpus", "-", "--json", input="hello world, how are you? " * 200)
+    from_stdin = json.loads(result.output)["corpus"][0]
+    assert from_stdin["input"] == "-" and from_stdin["input_bytes"] is None
+    assert {k: v for k, v in from_stdin.items() if k not in ("input", "input_bytes")} == {
+        k: v for k, v in from_file.items() if k not in ("input", "input_bytes")}
+
+
 def test_an_unknown_normalization_is_a_usage_error(tmp_path):
     corpus = tmp_path / "t.txt"
     corpus.write_text("text")
