@@ -349,12 +349,20 @@ def write_json_atomically(document: dict, path: Path) -> None:
 
 
 def file_sha256(path: Path) -> str:
+    """The sha256 of a file bpecli wrote: a regular file itself (open_regular: a link or a FIFO put
+    at its name is Unreadable, never followed or waited on)."""
+    with open_regular(path, follow_links=False) as (f, _):
+        return sha256_of(f)
+
+
+def sha256_of(f) -> str:
+    """The sha256 of an open file, from its start."""
     import hashlib  # (imported when used: a one-line encode never hashes)
 
+    f.seek(0)
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            digest.update(block)
+    while block := f.read(1 << 22):
+        digest.update(block)
     return digest.hexdigest()
 
 

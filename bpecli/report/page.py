@@ -29,13 +29,10 @@ def write_report(path: str | Path, html: str) -> Path:
     if os.path.lexists(path):  # looked at without following a link or waiting on a FIFO
         try:
             with folders.open_regular(path, follow_links=False) as (f, _):
-                ours = f.read(len(SIGNATURE)).decode("utf-8", "replace") == SIGNATURE
-            why = "is not a bpecli report"
-        except folders.Unreadable as e:  # "is a FIFO, ...", "a link, ..."
-            ours, why = False, str(e) if str(e).startswith("is ") else f"is {e}"
-        except OSError as e:
-            ours, why = False, f"cannot be read ({e.strerror or e})"
-        if not ours:
+                why = "" if f.read(len(SIGNATURE)).decode("utf-8", "replace") == SIGNATURE else "is not a bpecli report"
+        except (OSError, folders.Unreadable) as e:  # "is a FIFO, ...", "a link, ..."
+            why = f"is {str(e).removeprefix('is ')}" if isinstance(e, folders.Unreadable) else f"cannot be read ({folders.why(e)})"
+        if why:
             raise OutputError(f"{arg('report')} {path} exists and {why}; bpecli replaces only a report it wrote: "
                               "remove it or name another file")
     temporary = None

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import folders
 from ..errors import OutputError, arg
-from ..folders import file_sha256
+from ..folders import file_sha256, sha256_of
 from .formats import has_shard_shape, shard_bytes, shard_header
 from .layout import (CLEARING, JOURNAL, MANIFEST, PARTIAL, REBUILD, SHA256, SHARD_NAME, UNBOUNDED, checked_shards, damaged,
                      differences, index_name, is_file_here, load_state, read_json, read_manifest, shard_name, splits_of)
@@ -108,16 +108,17 @@ def _intact(out: Path, shard: dict, settings: dict) -> bool:
     its document index beside it with its own."""
     path, dtype = out / shard["file"], settings["dtype"]
     shard_format = settings.get("shard_format", "npy")
-    if not is_file_here(path) or path.stat().st_size != shard_bytes(shard_format, dtype, shard["tokens"]):
-        return False
     header = shard_header(shard_format, dtype, shard["tokens"])
-    with open(path, "rb") as f:
-        if f.read(len(header)) != header:
-            return False
-    if file_sha256(path) != shard["sha256"]:
+    try:  # what is looked at, read and hashed is one file: through one descriptor
+        with folders.open_regular(path, follow_links=False) as (f, found):
+            if found.st_size != shard_bytes(shard_format, dtype, shard["tokens"]) or f.read(len(header)) != header:
+                return False
+            if sha256_of(f) != shard["sha256"]:
+                return False
+        index = shard.get("index")
+        return index is None or file_sha256(out / index) == shard["index_sha256"]
+    except (OSError, folders.Unreadable):  # gone, a link, a FIFO...: not the shard written
         return False
-    index = shard.get("index")
-    return index is None or (is_file_here(out / index) and file_sha256(out / index) == shard["index_sha256"])
 
 
 def _written_by_bpecli(path: Path) -> bool:
@@ -286,9 +287,12 @@ def check_resume(out: Path, last: dict, resume_part: int, skip: int, ids: np.nda
                                      f"which has {len(ids):,}").args)
     before = ids[:skip] if part == resume_part else ids
     n = min(len(before), last["tokens"], RESUME_CHECK)
-    with open(out / last["file"], "rb") as f:
-        f.seek(-n * dtype.itemsize, os.SEEK_END)
-        tail = np.frombuffer(f.read(n * dtype.itemsize), dtype=dtype)
-    if not np.array_equal(tail, before[len(before) - n :]):
+    try:
+        with folders.open_regular(out / last["file"], follow_links=False) as (f, _):  # (a FIFO there: not waited on)
+            f.seek(-n * dtype.itemsize, os.SEEK_END)
+            tail = np.frombuffer(f.read(n * dtype.itemsize), dtype=dtype)
+    except (OSError, folders.Unreadable):
+        tail = None
+    if tail is None or not np.array_equal(tail, before[len(before) - n :]):
         where = f"{skip:,} ids into part {part:,}" if skip else f"where part {part:,} ends"
         raise ResumeMismatch(*damaged(out / JOURNAL, f"{last['file']} does not end {where}, as it says").args)

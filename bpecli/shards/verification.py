@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError, arg
-from ..folders import file_sha256
+from ..folders import Unreadable, file_sha256, why
 from ..inputs.sources import is_uri
 from .formats import read_shard, shard_bytes
 from .layout import MANIFEST, REBUILD, UNREADABLE, input_identity, is_file_here, read_manifest
@@ -33,8 +33,12 @@ def verify(out_dir: str | Path) -> list[str]:
                 problems.append(f"{name}: missing")
             elif not is_file_here(out / name):
                 problems.append(f"{name}: not a file of its own (a link or a folder, which bpecli never writes)")
-            elif file_sha256(out / name) != digest:
-                problems.append(f"{name}: sha256 does not match the manifest")
+            else:
+                try:
+                    if file_sha256(out / name) != digest:
+                        problems.append(f"{name}: sha256 does not match the manifest")
+                except (OSError, Unreadable) as e:  # swapped since it was looked at, or unreadable
+                    problems.append(f"{name}: {e if isinstance(e, Unreadable) else why(e)}")
     for before in manifest["inputs"]:  # inputs still where they were must be as they were read
         path = before["path"]
         if before.get("mtime_ns") is None or is_uri(path) or not os.path.isfile(path):

@@ -587,15 +587,22 @@ def test_a_shard_is_opened_by_its_name_once(gpt2, sample_file, tmp_path, shard_f
     run = write_shards(gpt2, [str(sample_file)], tmp_path / "out", eot=EOT, shard_format=shard_format)
     paths = [tmp_path / "out" / shard["file"] for shard in run.manifest["shards"]]
     paths += [tmp_path / "out" / shard["index"] for shard in run.manifest["shards"] if "index" in shard]
-    _opened.clear()
-    _counting_opens = True
-    try:
-        for path in paths:
-            (formats.load_npy(path, "document index") if path.suffix == ".idx"
-             else formats.read_shard(path, as_listed=True))
-    finally:
-        _counting_opens = False
-    assert sorted(p for p in _opened if not p.endswith("manifest.json")) == sorted(map(str, paths))
+    settings = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    for read in ("read", "checked for a resume", "verified"):
+        _opened.clear()
+        _counting_opens = True
+        try:
+            if read == "read":
+                for path in paths:
+                    (formats.load_npy(path, "document index") if path.suffix == ".idx"
+                     else formats.read_shard(path, as_listed=True))
+            elif read == "checked for a resume":
+                assert all(shard_journal._intact(tmp_path / "out", shard, settings) for shard in settings["shards"])
+            else:
+                assert verify(tmp_path / "out") == []
+        finally:
+            _counting_opens = False
+        assert sorted(p for p in _opened if not p.endswith("manifest.json")) == sorted(map(str, paths)), read
 
 
 def test_a_npy_with_bytes_after_its_array_or_objects_in_it_is_refused(tmp_path):
