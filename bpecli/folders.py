@@ -355,7 +355,7 @@ def file_sha256(path: Path) -> str:
         return sha256_of(f)
 
 
-def sha256_of(f) -> str:
+def sha256_of(f: BinaryIO) -> str:
     """The sha256 of an open file, from its start."""
     import hashlib  # (imported when used: a one-line encode never hashes)
 
@@ -378,6 +378,13 @@ class Unreadable(ValueError):
 
 @contextmanager
 def open_regular(path: Path | str, *, follow_links: bool = True, dir_fd: int | None = None) -> Iterator[tuple[BinaryIO, os.stat_result]]:
+    """open_file_regular's file and fstat, closed at the end."""
+    file, found = open_file_regular(path, follow_links=follow_links, dir_fd=dir_fd)
+    with file:
+        yield file, found
+
+
+def open_file_regular(path: Path | str, *, follow_links: bool = True, dir_fd: int | None = None) -> tuple[BinaryIO, os.stat_result]:
     """(the file at path open for reading, what fstat said of it), if it is a regular file.
     Everything is then read through this one descriptor (a name swapped for another file between
     two looks is never read); a FIFO or a device is refused without waiting on it, and so is a
@@ -395,8 +402,7 @@ def open_regular(path: Path | str, *, follow_links: bool = True, dir_fd: int | N
         os.close(fd)
         raise Unreadable(f"is {_KINDS.get(stat.S_IFMT(found.st_mode), 'no regular file')}, not a file bpecli reads",
                          mode=found.st_mode)
-    with open(fd, "rb") as file:
-        yield file, found
+    return open(fd, "rb"), found
 
 
 def read_regular(path: Path | str, limit: int, *, follow_links: bool = True,

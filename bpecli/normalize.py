@@ -17,8 +17,13 @@ def check(names: Iterable[str]) -> tuple[str, ...]:
     steps = tuple(step.strip().lower() for name in names for step in name.split(",") if step.strip())
     unknown = [step for step in steps if step not in STEPS]
     if unknown:
-        raise BpecliError(f"{arg('normalize')} {unknown[0]!r}: expected {', '.join(STEPS)} (several: nfkc,lowercase)")
+        raise BpecliError(f"{arg('normalize')} {unknown_step(unknown[0])}")
     return steps
+
+
+def unknown_step(step: str) -> str:
+    """What is said of a step that is none (by check, and by the command line's parser)."""
+    return f"{step!r}: expected {', '.join(STEPS)} (several: nfkc,lowercase)"
 
 
 def normalizer(steps: tuple[str, ...]) -> Callable[[str], str]:

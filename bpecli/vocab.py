@@ -215,7 +215,8 @@ def check_special_tokens(special_tokens: dict[str, int]) -> None:
             raise BpecliError(f"a special token must be non-empty text, not {token!r}")
         if not token.isascii() and (surrogate := _SURROGATE.search(token)):  # no UTF-8 for it: no bytes to match
             raise BpecliError(f"special token {token[:40]!r} is not text: {surrogate.group()!r} (character "
-                              f"{surrogate.start()}) is a lone surrogate, or on a command line a byte that is not UTF-8")
+                              f"{surrogate.start()}) is a lone surrogate (no character; also how Python reads a byte "
+                              "that is not UTF-8)")
         if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
             raise BpecliError(f"special token {token!r}: its id {rank!r} is not a whole number from 0 on")
 

@@ -109,11 +109,11 @@ FRACTION_METAVAR = "<float range> [0<x<1]"
 
 def normalize_steps(value: str) -> str:
     """The parser of --normalize: each of its comma-separated steps must be one (a usage error, exit 2)."""
-    from ..normalize import STEPS
+    from ..normalize import STEPS, unknown_step
 
     unknown = [step for step in (part.strip().lower() for part in value.split(",")) if step and step not in STEPS]
     if unknown:
-        raise typer.BadParameter(f"{unknown[0]!r} is no step: expected {', '.join(STEPS)} (several: nfkc,lowercase)")
+        raise typer.BadParameter(unknown_step(unknown[0]))
     return value
 
 

@@ -19,6 +19,7 @@ import marshal
 import os
 import re
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -31,8 +32,10 @@ MAX_ENTRIES = {".vocab": 32, ".tables": 8}
 # Where an entry's layout changes, this does, and older entries are never read.
 LAYOUT = 1
 _SUFFIX, _TABLES = ".vocab", ".tables"  # a vocabulary; the bulk encoder's tables for one
-# The names of entries, and of one being written by a process (its pid) and thread: only these
-# are ever removed
+# A temporary of a process that is not alive here is removed once untouched this long
+STALE_SECONDS = 600
+# The names of entries, and of one being written by a process (its pid, then random bits): only
+# these are ever removed
 _ENTRY = re.compile(r"[0-9a-f]{32}\.(vocab|tables)")
 _PARTIAL = re.compile(r"\.[0-9a-f]{32}\.(\d+)\.[0-9a-f]+\.partial")
 
@@ -199,8 +202,17 @@ def _write(path: Path, data: bytes) -> None:
         old.unlink(missing_ok=True)
     for left in path.parent.glob(".*.partial"):  # what a process killed mid-write left
         written_by = _PARTIAL.fullmatch(left.name)
-        if written_by and not _alive(int(written_by.group(1))):
+        if written_by and not _alive(int(written_by.group(1))) and _stale(left):
             left.unlink(missing_ok=True)
+
+
+def _stale(partial: Path) -> bool:
+    """Whether a temporary was last written long ago: one of a live process in another PID
+    namespace (sharing the folder, its pid unknown here) is written within seconds."""
+    try:
+        return time.time() - partial.stat().st_mtime > STALE_SECONDS
+    except OSError:
+        return False
 
 
 def _alive(pid: int) -> bool:

@@ -121,14 +121,14 @@ def read_records(name: str, *, text_column: str = "text", errors: str = "strict"
 
 
 def _part_bytes(part: Part) -> bytes:
-    return read_range(part.path, part.label, part.start, part.end, part.version) if part.data is None else part.data
+    return read_range(part.path, part.label, part.start, part.end, version=part.version) if part.data is None else part.data
 
 
 def _part_text(part: Part, raw: bytes, errors: str) -> str:
     """A part's bytes as text; invalid UTF-8 is an error that says where (see decode_utf8)."""
     if part.data is None:
         return decode_utf8(raw, part.label, errors=errors, offset=part.start, hint=ERRORS_HINT,
-                           lines_before=lambda: lines_before(part.path, part.start, part.label, part.version))
+                           lines_before=lambda: lines_before(part.path, part.start, part.label, version=part.version))
     return decode_utf8(raw, part.label, errors=errors, first_line=part.first_line, hint=ERRORS_HINT)
 
 
@@ -181,7 +181,7 @@ def _line_number(part: Part, index: int) -> int:
     """The line number of line `index` of a part (counted only when an error needs it)."""
     if part.data is not None:
         return part.first_line + index
-    return lines_before(part.path, part.start, part.label, part.version) + 1 + index
+    return lines_before(part.path, part.start, part.label, version=part.version) + 1 + index
 
 
 def _parquet_documents(part: Part, column: str, errors: str = "strict") -> tuple[list[str], int, str]:
@@ -196,7 +196,7 @@ def _parquet_texts(part: Part, column: str, errors: str = "strict") -> tuple[lis
     from pyarrow import compute, parquet
 
     try:
-        with open_input(part.path, part.label, part.version) as source:
+        with open_input(part.path, part.label, version=part.version) as source:
             file = parquet.ParquetFile(source)
             names = parquet_text_column(file.schema_arrow, column, part.label)
             values = file.read_row_group(part.start, columns=[names[0]]).column(0)

@@ -224,7 +224,7 @@ def _parquet_parts(path: str, label: str, column: str) -> Iterator[Part]:
     for group in range(groups):  # progress: the file's bytes shared out among its row groups
         columns = metadata.row_group(group)
         held = sum(columns.column(i).total_uncompressed_size for i in range(columns.num_columns)
-                   if columns.column(i).path_in_schema.split(".")[0] == top)  # what reading the column holds
+                   if (found := columns.column(i).path_in_schema) == top or found.startswith(top + "."))  # what reading it holds
         if held > MAX_ROW_GROUP_BYTES:
             raise row_group_too_large(label, group, held)
         weight = size * (group + 1) // groups - size * group // groups

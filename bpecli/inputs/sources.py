@@ -12,8 +12,10 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import urlsplit
 
+from .. import folders
 from ..errors import InputError, OutputError, arg
 
 # pyarrow and tempfile are imported where they are used: a one-line encode of a local text file
@@ -154,7 +156,7 @@ def input_stat(path: str, label: str) -> tuple[int, int | None]:
     return info.st_size, info.st_mtime_ns
 
 
-def open_input(path: str, label: str, version: tuple | None = None):
+def open_input(path: str, label: str, *, version: tuple | None = None):
     """A pyarrow file with random access (read_at, tell, size) for a path or URI; with version (a
     part's: see open_local), read through the descriptor that open_local checked."""
     if is_uri(path):
@@ -162,7 +164,7 @@ def open_input(path: str, label: str, version: tuple | None = None):
     import pyarrow as pa
 
     if version is not None:
-        return pa.PythonFile(open_local(path, label, version), mode="r")
+        return pa.PythonFile(open_local(path, label, version=version), mode="r")
     try:
         return pa.OSFile(path, "rb")
     except FileNotFoundError:
@@ -177,23 +179,27 @@ def file_version(found: os.stat_result) -> tuple[int, int]:
     return found.st_size, found.st_mtime_ns
 
 
-def open_local(path: str, label: str, version: tuple | None = None):
-    """A local regular file opened for reading (without waiting, were it a FIFO); when version is
-    given (file_version, as its parts were planned), the file must still be in that state: its parts
-    are read by their offsets in it, and another file's bytes there would be silently other
-    documents."""
+def open_local(path: str, label: str, *, version: tuple | None = None) -> BinaryIO:
+    """A local regular file opened for reading (folders.open_file_regular: a FIFO is not waited
+    on); when version is given (file_version, as its parts were cut), the file must still be in
+    that state: its parts are read by their offsets in it, and another file's bytes there would be
+    other documents, silently."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        file, found = folders.open_file_regular(path)
+    except folders.Unreadable as e:
+        if e.mode is not None and stat.S_ISDIR(e.mode):
+            raise open_error(label, IsADirectoryError()) from None
+        raise _changed(label) from None
     except OSError as e:
         raise open_error(label, e) from None
-    found = os.fstat(fd)
-    if not stat.S_ISREG(found.st_mode) or (version is not None and file_version(found) != tuple(version)):
-        os.close(fd)
-        if stat.S_ISDIR(found.st_mode):
-            raise open_error(label, IsADirectoryError())
-        raise InputError(f"{label} changed while bpecli read it (another file, or written to); rerun once it no "
-                         "longer changes")
-    return open(fd, "rb")
+    if version is not None and file_version(found) != tuple(version):
+        file.close()
+        raise _changed(label)
+    return file
+
+
+def _changed(label: str) -> InputError:
+    return InputError(f"{label} changed while bpecli read it (another file, or written to); rerun once it no longer changes")
 
 
 class RemoteBytes:
@@ -241,7 +247,7 @@ def open_mmap(path: str | Path, label: str | None = None) -> mmap.mmap | bytes:
             info = os.fstat(f.fileno())
             if not stat.S_ISREG(info.st_mode):
                 return _bounded(f.read(MAX_DOCUMENT_BYTES + 1), label or str(path))
-            return _mapped(f, info)
+            return _map_whole(f, info)
     except OSError as e:
         raise open_error(label or path, e) from None
 
@@ -251,16 +257,16 @@ def map_local(path: str, label: str) -> tuple[mmap.mmap | bytes, tuple]:
     with open_local(path, label) as f:
         info = os.fstat(f.fileno())
         try:
-            return _mapped(f, info), file_version(info)
+            return _map_whole(f, info), file_version(info)
         except OSError as e:
             raise open_error(label, e) from None
 
 
-def _mapped(f, info: os.stat_result) -> mmap.mmap | bytes:
+def _map_whole(f, info: os.stat_result) -> mmap.mmap | bytes:
     return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if info.st_size else b""
 
 
-def read_range(path: str, label: str, start: int, end: int, version: tuple | None = None) -> bytes:
+def read_range(path: str, label: str, start: int, end: int, *, version: tuple | None = None) -> bytes:
     """Bytes start..end of a file, read (not mapped: a file cut short while mapped kills the
     process with SIGBUS); a file that no longer holds them, or (version: see open_local) is no
     longer the file they were cut from, is an error, never other bytes."""
@@ -268,15 +274,15 @@ def read_range(path: str, label: str, start: int, end: int, version: tuple | Non
         with open_input(path, label) as f:
             data, size = f.read_at(end - start, start), f.size()
     else:
-        data, size = _pread(path, label, start, end, version)
+        data, size = _pread(path, label, start, end, version=version)
     if len(data) != end - start:
         raise InputError(f"{label} changed while bpecli read it (now {size:,} bytes, bytes up to {end:,} expected); "
                          "rerun once it no longer changes")
     return data
 
 
-def _pread(path: str, label: str, start: int, end: int, version: tuple | None) -> tuple[bytes, int]:
-    with open_local(path, label, version) as f:
+def _pread(path: str, label: str, start: int, end: int, *, version: tuple | None) -> tuple[bytes, int]:
+    with open_local(path, label, version=version) as f:
         try:
             data = os.pread(f.fileno(), end - start, start)
             size = os.fstat(f.fileno()).st_size
@@ -285,13 +291,13 @@ def _pread(path: str, label: str, start: int, end: int, version: tuple | None) -
     return data, size
 
 
-def lines_before(path: str, offset: int, label: str | None = None, version: tuple | None = None) -> int:
+def lines_before(path: str, offset: int, label: str | None = None, *, version: tuple | None = None) -> int:
     """The newlines before byte offset of a file or URI (version: see open_local): where a part
     starts, in lines."""
     if is_uri(path):
         return lines_in(RemoteBytes(path, path), offset)
-    with open_local(path, label or path, version) as f:
-        return lines_in(_mapped(f, os.fstat(f.fileno())), offset)
+    with open_local(path, label or path, version=version) as f:
+        return lines_in(_map_whole(f, os.fstat(f.fileno())), offset)
 
 
 def lines_in(data, offset: int) -> int:

@@ -81,9 +81,9 @@ def _safe_cut(document, at: int, end: int, newline, safe) -> int:
     return at + 1 if at >= 0 else -1
 
 
-# tiktoken's encodings by name -> the preset of their pattern (names a --pattern may be mistaken for)
-ENCODING_PATTERNS = {"gpt2": "gpt2", "r50k_base": "gpt2", "p50k_base": "gpt2", "p50k_edit": "gpt2",
-                     "cl100k_base": "cl100k", "o200k_base": "o200k"}
+# The preset of each family of tiktoken's encodings, by the first part of their names (r50k_base,
+# o200k_harmony...): a --pattern may be given an encoding's name
+ENCODING_PATTERNS = {"r50k": "gpt2", "p50k": "gpt2", "cl100k": "cl100k", "o200k": "o200k"}
 
 
 def is_preset(pattern: str) -> bool:
@@ -101,8 +101,9 @@ def resolve_pattern(name_or_regex: str, *, source: str = arg("pattern")) -> str:
     pattern = PATTERNS.get(name_or_regex, name_or_regex)
     if is_preset(pattern):
         return pattern
-    if re.fullmatch(r"\w+", pattern, re.ASCII):  # a name, not a regex that splits text ("cl100k_base", "gpt-4")
-        close = [ENCODING_PATTERNS[pattern]] if pattern in ENCODING_PATTERNS else difflib.get_close_matches(pattern.lower(), PATTERNS, 1)
+    if re.fullmatch(r"\w+", pattern, re.ASCII):  # a name ("cl100k_base"), no regex that splits text
+        family = ENCODING_PATTERNS.get(pattern.lower().split("_")[0])
+        close = [family] if family else difflib.get_close_matches(pattern.lower(), PATTERNS, 1)
         raise BpecliError(f"{pattern[:60]!r}{_given_as(source)} names no preset pattern ({', '.join(PATTERNS)})"
                           + (f": did you mean {close[0]}?" if close else "; as a regex it would leave text out of every piece"))
     try:

@@ -53,7 +53,7 @@ def has_shard_shape(path: Path, shard_format: str, dtype: str, shard_tokens: int
         shard_format, dtype, shard_tokens = "npy", "int64", UNBOUNDED
     itemsize = np.dtype(dtype).itemsize
     try:
-        with _open_regular(path, "shard") as (f, size):
+        with _open_shard(path, "shard") as (f, size):
             head = f.read(4 * LLMC_HEADER_INTS)
     except (OSError, InputError):
         return False
@@ -93,7 +93,7 @@ def _read_any(path: Path) -> np.ndarray:
         array = load_npy(path, "shard")
     else:
         try:
-            with _open_regular(path, "shard") as (f, size):
+            with _open_shard(path, "shard") as (f, size):
                 array = _read_bin(path, f, size)
         except (OSError, ValueError) as e:
             raise InputError(f"{path}: not a readable shard ({_reason(e)})") from None
@@ -106,7 +106,7 @@ def load_npy(path: Path, what: str) -> np.ndarray:
     """A .npy file (a shard, a document index) memory-mapped, never unpickled; one clear line
     (InputError) where it is none."""
     try:
-        with _open_regular(path, what) as (f, size):
+        with _open_shard(path, what) as (f, size):
             if f.read(6) != b"\x93NUMPY":  # np.load would take it for a pickle and speak of allow_pickle
                 raise InputError(f"{path}: not a .npy file (it does not start as one)"
                                  + ("; to decode ids written as text, give a file of another name, or pipe it in on stdin"
@@ -114,14 +114,14 @@ def load_npy(path: Path, what: str) -> np.ndarray:
             f.seek(0)
             version = np.lib.format.read_magic(f)
             if version not in NPY_HEADERS:
-                raise ValueError(f"a .npy of version {version[0]}.{version[1]}; arrays of numbers are written as 1.0 or 2.0")
+                raise ValueError(f"a .npy of version {version[0]}.{version[1]}, which numpy does not write")
             shape, fortran, dtype = NPY_HEADERS[version](f)
             if dtype.hasobject:
                 raise ValueError("it holds Python objects, not numbers")
             extra = size - f.tell() - int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
             if extra < 0:
                 raise ValueError(f"cut short: {-extra:,} bytes fewer than its header says")
-            array = _mapped(f, dtype, f.tell(), shape, fortran)
+            array = _array_at(f, dtype, f.tell(), shape, fortran)
     except (OSError, ValueError) as e:
         raise InputError(f"{path}: not a readable {what} ({_reason(e)})") from None
     if extra:
@@ -130,12 +130,13 @@ def load_npy(path: Path, what: str) -> np.ndarray:
 
 
 # A .npy header's reader by the format's version (3.0 differs from 2.0 only in allowing UTF-8
-# field names, which no array of numbers has)
-NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+# field names: an array of numbers has none, and its header reads alike)
+NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0,
+               (3, 0): np.lib.format.read_array_header_2_0}
 
 
 @contextmanager
-def _open_regular(path: Path, what: str) -> Iterator[tuple[BinaryIO, int]]:
+def _open_shard(path: Path, what: str) -> Iterator[tuple[BinaryIO, int]]:
     """(the file at path open for reading, its size): folders.open_regular, its refusal said of a
     shard or index."""
     try:
@@ -170,15 +171,15 @@ def _read_bin(path: Path, f: BinaryIO, size: int) -> np.ndarray:
         raw_dtype = np.dtype(listed[0]).newbyteorder("<")
         if size % raw_dtype.itemsize:
             raise ValueError(f"{size:,} bytes, no whole number of {listed[0]} ids")
-        return _mapped(f, raw_dtype, 0, (size // raw_dtype.itemsize,))
+        return _array_at(f, raw_dtype, 0, (size // raw_dtype.itemsize,))
     itemsize, count = np.dtype(dtype).itemsize, int(header[2])
     held = (size - 4 * LLMC_HEADER_INTS) / itemsize
     if count != held:
         raise ValueError(f"its llm.c header says {count:,} tokens, but it holds {held:,g}")
-    return _mapped(f, np.dtype(dtype).newbyteorder("<"), 4 * LLMC_HEADER_INTS, (count,))
+    return _array_at(f, np.dtype(dtype).newbyteorder("<"), 4 * LLMC_HEADER_INTS, (count,))
 
 
-def _mapped(f: BinaryIO, dtype, offset: int, shape: tuple, fortran: bool = False) -> np.ndarray:
+def _array_at(f: BinaryIO, dtype, offset: int, shape: tuple, fortran: bool = False) -> np.ndarray:
     """The array at offset in the open file f, mapped through its descriptor (numpy maps no empty
     file: an empty array is made instead)."""
     if not np.prod(shape, dtype=np.int64):

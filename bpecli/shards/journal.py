@@ -13,7 +13,6 @@ import numpy as np
 
 from .. import folders
 from ..errors import OutputError, arg
-from ..folders import file_sha256, sha256_of
 from .formats import has_shard_shape, shard_bytes, shard_header
 from .layout import (CLEARING, JOURNAL, MANIFEST, PARTIAL, REBUILD, SHA256, SHARD_NAME, UNBOUNDED, checked_shards, damaged,
                      differences, index_name, is_file_here, load_state, read_json, read_manifest, shard_name, splits_of)
@@ -113,10 +112,10 @@ def _intact(out: Path, shard: dict, settings: dict) -> bool:
         with folders.open_regular(path, follow_links=False) as (f, found):
             if found.st_size != shard_bytes(shard_format, dtype, shard["tokens"]) or f.read(len(header)) != header:
                 return False
-            if sha256_of(f) != shard["sha256"]:
+            if folders.sha256_of(f) != shard["sha256"]:
                 return False
         index = shard.get("index")
-        return index is None or file_sha256(out / index) == shard["index_sha256"]
+        return index is None or folders.file_sha256(out / index) == shard["index_sha256"]
     except (OSError, folders.Unreadable):  # gone, a link, a FIFO...: not the shard written
         return False
 

@@ -41,7 +41,8 @@ def test_a_tokenizer_made_from_ranks_splits_as_gpt2_unless_told_and_its_pattern_
     text = "Hello world, it's 2026!\n\n  indented"
     assert bpecli.Tokenizer(gpt2.ranks).encode(text) == tiktoken_gpt2.encode(text)
     assert bpecli.Tokenizer(gpt2.ranks, pattern="cl100k").pattern == bpecli.PATTERNS["cl100k"]
-    with pytest.raises(bpecli.BpecliError, match="did you mean cl100k"):
-        bpecli.Tokenizer(gpt2.ranks, pattern="cl100k_base")
+    for name, preset in (("cl100k_base", "cl100k"), ("o200k_harmony", "o200k"), ("r50k_base", "gpt2")):
+        with pytest.raises(bpecli.BpecliError, match=f"did you mean {preset}"):
+            bpecli.Tokenizer(gpt2.ranks, pattern=name)
     with pytest.raises(bpecli.BpecliError, match=r"leaves ' ' \(character 6\) out of every piece"):
         bpecli.Tokenizer(gpt2.ranks, pattern=r"\w+|[^\w\s]")

@@ -113,7 +113,7 @@ def test_an_unknown_normalization_is_a_usage_error(tmp_path):
     corpus = tmp_path / "t.txt"
     corpus.write_text("text")
     result = run("train", corpus, "--vocab-size", 300, "--out", tmp_path / "out", "-q", "--normalize", "nfkc,nfx")
-    assert result.exit_code == 2 and "'nfx' is no step: expected nfc, nfd, nfkc, nfkd, lowercase" in result.output
+    assert result.exit_code == 2 and "'nfx': expected nfc, nfd, nfkc, nfkd, lowercase" in result.output
 
 
 def test_train_errors_replace_carries_on(tmp_path):

@@ -133,14 +133,33 @@ def test_a_part_of_a_file_replaced_or_written_to_after_it_was_cut_is_an_error_ne
     assert read(parts[1])[0][0] == "a" * 40
     replacement = tmp_path / "other"
     path.rename(replacement)
-    write("b")  # the same size, another time of change
+    write("b")  # another file of the same size, another time of change
     os.utime(path, ns=(0, os.stat(replacement).st_mtime_ns + 10**9))
+    with pytest.raises(InputError, match="corpus changed while bpecli read it"):
+        read(parts[1])
+    os.unlink(path)
+    replacement.rename(path)
+    assert read(parts[1])[0][0] == "a" * 40  # the file itself again
+    with open(path, "r+b") as f:  # the same file written over in place, to the same size
+        f.write(b"c" * 40)
+    os.utime(path, ns=(0, os.stat(path).st_mtime_ns + 10**9))
     with pytest.raises(InputError, match="corpus changed while bpecli read it"):
         read(parts[1])
     os.unlink(path)
     os.mkfifo(path)  # no writer: reading it would wait forever
     with pytest.raises(InputError, match="corpus changed while bpecli read it"):
         read(parts[1])
+
+
+def test_a_row_group_too_large_is_refused_in_a_column_whose_name_holds_a_dot(tmp_path, monkeypatch):
+    import pyarrow as pa
+    from pyarrow import parquet
+
+    texts = [os.urandom(2500).hex() for _ in range(10)]  # (repeated text would be stored once)
+    parquet.write_table(pa.table({"meta.body": texts}), tmp_path / "d.parquet")
+    monkeypatch.setattr(input_parts, "MAX_ROW_GROUP_BYTES", 10_000)
+    with pytest.raises(InputError, match="row group 0 holds"):
+        list(input_parts.document_parts([(str(tmp_path / "d.parquet"), "d")], separators=[], text_column="meta.body"))
 
 
 SPECIALS = ["<|endoftext|>", "<|a|>", "<|a|>b"]  # one the start of another: the longer cuts first

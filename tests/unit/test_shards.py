@@ -605,6 +605,13 @@ def test_a_shard_is_opened_by_its_name_once(gpt2, sample_file, tmp_path, shard_f
         assert sorted(p for p in _opened if not p.endswith("manifest.json")) == sorted(map(str, paths)), read
 
 
+@pytest.mark.parametrize("version", [(1, 0), (2, 0), (3, 0)])
+def test_a_npy_of_every_version_numpy_writes_is_read(tmp_path, version):
+    with open(tmp_path / "ids.npy", "wb") as f:
+        np.lib.format.write_array(f, np.arange(10, dtype=np.uint16), version=version)
+    assert formats.read_shard(tmp_path / "ids.npy").tolist() == list(range(10))
+
+
 def test_a_npy_with_bytes_after_its_array_or_objects_in_it_is_refused(tmp_path):
     np.save(tmp_path / "ids.npy", np.arange(10, dtype=np.uint16))
     with open(tmp_path / "ids.npy", "ab") as f:

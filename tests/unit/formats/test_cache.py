@@ -3,6 +3,7 @@ what reading them gives, whatever changed in between."""
 
 import dataclasses
 import os
+import time
 import shutil
 
 import pytest
@@ -217,8 +218,12 @@ def test_what_a_killed_write_left_goes_with_the_next_write(gpt2_folder, cache_di
     cache_dir.mkdir()
     left = cache_dir / f".{'0' * 32}.{no_process}.{'ab' * 8}.partial"  # as a kill -9 mid-write leaves it
     writing = cache_dir / f".{'1' * 32}.{os.getpid()}.{'cd' * 8}.partial"  # a live process's write
+    elsewhere = cache_dir / f".{'2' * 32}.{no_process}.{'ef' * 8}.partial"  # a live write of another PID namespace
     others = cache_dir / ".notes.partial"
-    for path in (left, writing, others):
+    for path in (left, writing, elsewhere, others):
         path.write_text("x")
+    long_ago = time.time() - cache.STALE_SECONDS - 60
+    for path in (left, writing, others):
+        os.utime(path, (long_ago, long_ago))
     load(gpt2_folder / "gpt2_vocab.json")
-    assert not left.exists() and writing.exists() and others.exists()
+    assert not left.exists() and writing.exists() and elsewhere.exists() and others.exists()
