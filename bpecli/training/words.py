@@ -82,7 +82,7 @@ class _Words:
 
     def _merge_numpy(self, batch: list[int], pairs: _Pairs, first_new: int) -> None:
         """merge() by numpy calls, each step over every occurrence of every pair of batch at once."""
-        symbols, nxt, prv, pair_at = self.symbols, self.nxt, self.prv, self.pair_at
+        symbols, nxt, pair_at = self.symbols, self.nxt, self.pair_at
         if len(batch) == 1:
             best = batch[0]
             made_at = self.found[self.items.found_from[best] : self.items.found_from[best + 1]].astype(np.intp)
