@@ -1,9 +1,11 @@
 """Shared fixtures: the reference files in ../shared/fixtures (skipped, with the reason, when absent);
-every test under tests/system/ marked `system`; and the helpers several test files use."""
+every test under tests/system/ marked `system`; a test that waits forever stopped as a failure;
+and the helpers several test files use."""
 
 import json
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -22,6 +24,28 @@ FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "cs336"
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "kernel-docs.txt.gz"
 SYSTEM = Path(__file__).resolve().parent / "system"
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+
+
+# A test that runs past this fails (the longest take well under a minute): a regression that waits
+# forever (opening a FIFO no one writes, a lock no one frees) fails the run rather than hang it.
+TEST_SECONDS = 300
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    def waited(signum, frame):
+        raise TimeoutError(f"{item.name} ran past {TEST_SECONDS} s: something waits that nothing will end")
+
+    if not hasattr(signal, "SIGALRM"):
+        yield
+        return
+    before = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(TEST_SECONDS)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
