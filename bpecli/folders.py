@@ -213,7 +213,13 @@ def remove_leftovers(parent: Path, prefix: str, own: Callable[[str], bool]) -> N
 MAX_FILE_BYTES = 1 << 28
 
 _KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device",
-          stat.S_IFSOCK: "a socket"}
+          stat.S_IFSOCK: "a socket", stat.S_IFLNK: "a link"}
+
+
+def kind_of(mode: int) -> str:
+    """What a file of this mode (an lstat's or fstat's st_mode) is, said in messages: "a folder",
+    "a FIFO", "a link"...; "no regular file" for another kind."""
+    return _KINDS.get(stat.S_IFMT(mode), "no regular file")
 
 
 class Generation:
@@ -400,7 +406,7 @@ def open_file_regular(path: Path | str, *, follow_links: bool = True, dir_fd: in
     found = os.fstat(fd)
     if not stat.S_ISREG(found.st_mode):  # (before open(): it refuses a folder's descriptor)
         os.close(fd)
-        raise Unreadable(f"is {_KINDS.get(stat.S_IFMT(found.st_mode), 'no regular file')}, not a file bpecli reads",
+        raise Unreadable(f"is {kind_of(found.st_mode)}, not a file bpecli reads",
                          mode=found.st_mode)
     return open(fd, "rb"), found
 

@@ -139,9 +139,7 @@ def _kind(path: Path) -> str:
         return ""
     except OSError as e:
         return f"unreadable: {e.strerror or e}"
-    if stat.S_ISREG(mode):
-        return ""
-    return "a link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a file"
+    return "" if stat.S_ISREG(mode) else folders.kind_of(mode)
 
 
 def _replace_folder(vocab: Vocab, out_dir: Path) -> Path:

@@ -220,7 +220,7 @@ def _parquet_parts(path: str, label: str, column: str) -> Iterator[Part]:
     except (OSError, ArrowException) as e:
         raise InputError(f"{label}: not a readable Parquet file ({e})") from None
     top = parquet_text_column(metadata.schema.to_arrow_schema(), column, label)[0]
-    row, groups, size = 0, metadata.num_row_groups, input_stat(path, label)[0]
+    row, groups, size = 0, metadata.num_row_groups, (version or input_stat(path, label))[0]  # (a URI: asked of its store)
     for group in range(groups):  # progress: the file's bytes shared out among its row groups
         columns = metadata.row_group(group)
         held = sum(columns.column(i).total_uncompressed_size for i in range(columns.num_columns)

@@ -150,10 +150,9 @@ def input_stat(path: str, label: str) -> tuple[int, int | None]:
             raise InputError(f"{label}: no such object")
         return info.size, (info.mtime_ns if info.mtime is not None else None)
     try:
-        info = os.stat(path)
+        return file_version(os.stat(path))
     except OSError as e:
         raise open_error(label, e) from None
-    return info.st_size, info.st_mtime_ns
 
 
 def open_input(path: str, label: str, *, version: tuple | None = None):
